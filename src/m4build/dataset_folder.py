@@ -1,0 +1,68 @@
+"""A folder that ``datasets.load_dataset(folder, config)`` loads exactly as the Hub would.
+
+The Hub resolves a repository's configs from the YAML front matter of its README
+(``configs: [{config_name, data_files: [{split, path}]}]``); no loading script is involved
+(``datasets`` 4.0 removed them). Writing our run folders in that layout means the folder we build
+is the folder we publish.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import yaml
+
+from m4build.runs import atomic_write_parquet, atomic_write_text
+
+ROWS_PER_SHARD = 250_000
+
+
+@dataclass(frozen=True)
+class ConfigFiles:
+    """One config of the folder: its name, split and the glob that the README points at."""
+
+    name: str
+    split: str
+    pattern: str
+    rows: int
+
+
+def write_config(root: Path, name: str, table: pa.Table, split: str = "train", folder: str | None = None) -> ConfigFiles:
+    """Write ``table`` as ``data/{folder}/{split}-0000i-of-0000n.parquet`` shards, atomically each.
+
+    Stale shards of an earlier, differently sized write are removed so the glob matches only the
+    current shards.
+    """
+    target = root / "data" / (folder or name)
+    shards = max(1, -(-table.num_rows // ROWS_PER_SHARD))
+    written = set()
+    for index in range(shards):
+        path = target / f"{split}-{index:05d}-of-{shards:05d}.parquet"
+        atomic_write_parquet(path, table.slice(index * ROWS_PER_SHARD, ROWS_PER_SHARD))
+        written.add(path.name)
+    for stale in target.glob(f"{split}-*.parquet"):
+        if stale.name not in written:
+            stale.unlink()
+    return ConfigFiles(name, split, f"data/{folder or name}/{split}-*.parquet", table.num_rows)
+
+
+def front_matter(configs: Sequence[ConfigFiles], metadata: Mapping[str, object], default: str | None = None) -> str:
+    """The README's YAML header: card metadata plus the ``configs`` list the Hub reads."""
+    entries = []
+    for config in configs:
+        entry: dict[str, object] = {
+            "config_name": config.name,
+            "data_files": [{"split": config.split, "path": config.pattern}],
+        }
+        if config.name == default:
+            entry["default"] = True
+        entries.append(entry)
+    header = {**metadata, "configs": entries}
+    return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True, width=1000) + "---\n"
+
+
+def write_readme(root: Path, header: str, body: str) -> None:
+    atomic_write_text(root / "README.md", header + "\n" + body.strip() + "\n")

@@ -1,0 +1,290 @@
+"""The M4-RAG corpus pipeline: items -> queries -> search -> fetch + sections -> assembled corpus.
+
+Each step is resumable on its own (see ``m4build.runs``): items and queries are frozen into the
+run folder on first run, search and fetch keep atomic work units, and assembly is a pure function
+of those units. Running the same command again after a kill finishes the job; running it on a
+finished folder re-assembles the same bytes and costs no request.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from string import Template
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from m4build import __version__
+from m4build.dataset_folder import ConfigFiles, front_matter, write_config, write_readme
+from m4build.languages import Language
+from m4build.pipelines.m4rag.assemble import Assembled, assemble
+from m4build.pipelines.m4rag.fetch import FetchStep, final_fetch_table, pages_to_fetch
+from m4build.pipelines.m4rag.items import items_from_table, items_to_table, queries_to_table
+from m4build.pipelines.m4rag.queries import FormQueries, unique_keys
+from m4build.pipelines.m4rag.search import SearchStep, final_search_table
+from m4build.progress import NullProgress, ProgressReporter
+from m4build.records import BenchmarkItem
+from m4build.resources import data_path
+from m4build.runs import RunFolder, atomic_write_parquet, atomic_write_text, utc_now
+from m4build.sources.wikipedia import WikipediaSource
+from m4build.wikis import subdomain
+
+PACKAGES = ("m4build", "mwclient", "requests", "lxml", "bm25s", "pyarrow", "datasets", "typer", "rich")
+SOURCE_DATASETS = {
+    "worldcuisines": ["worldcuisines/vqa-v1.1", "worldcuisines/food-kb"],
+    "cvqa": ["afaji/cvqa"],
+}
+PRETTY_NAMES = {"worldcuisines": "WorldCuisines", "cvqa": "CVQA"}
+
+
+@dataclass
+class CorpusJob:
+    """Everything one corpus build needs; the CLI fills it from the recipe and flags."""
+
+    benchmark: str
+    languages: Sequence[Language]
+    recipe: Mapping[str, Any]
+    source: WikipediaSource
+    source_info: Mapping[str, Any]  # kind, paths, endpoint, user agent: recorded, never secrets
+    run: RunFolder
+    load_items: Callable[[], list[BenchmarkItem]]
+    workers: int = 4
+
+
+@dataclass
+class CorpusResult:
+    """What a build produced, for the CLI summary and for tests."""
+
+    root: Path
+    resumed: bool
+    counts: dict[str, int]
+    configs: dict[str, int]
+    requests: dict[str, int]
+    failures: dict[str, int]
+    manifest: dict[str, Any] = field(repr=False, default_factory=dict)
+
+
+def settings_of(job: CorpusJob) -> dict[str, Any]:
+    """The settings that define the corpus; a run folder may only be resumed with the same ones."""
+    recipe = job.recipe
+    return {
+        "benchmark": job.benchmark,
+        "languages": sorted(language.code for language in job.languages),
+        "source": {key: job.source_info[key] for key in ("kind", "paths", "endpoint") if key in job.source_info},
+        "query_types": list(recipe["query_types"]),
+        "query_languages": list(recipe["query_languages"]),
+        "k": int(recipe["k"]),
+        "max_query_chars": int(recipe["max_query_chars"]),
+        "snapshot_date": str(recipe["snapshot_date"]),
+        "benchmark_options": recipe.get("benchmarks", {}).get(job.benchmark, {}),
+    }
+
+
+def frozen_items(job: CorpusJob) -> list[BenchmarkItem]:
+    path = job.run.state_dir / "items.parquet"
+    if path.exists():
+        return items_from_table(pq.read_table(path))
+    items = sorted(job.load_items(), key=lambda item: item.item_id)
+    atomic_write_parquet(path, items_to_table(items))
+    return items
+
+
+def frozen_queries(job: CorpusJob, items: Sequence[BenchmarkItem]):
+    path = job.run.state_dir / "queries.parquet"
+    if path.exists():
+        return pq.read_table(path)
+    former = FormQueries(
+        wiki_of={language.code: language.dbname for language in job.languages},
+        query_types=job.recipe["query_types"],
+        query_languages=job.recipe["query_languages"],
+        max_chars=int(job.recipe["max_query_chars"]),
+    )
+    table = queries_to_table(list(former.run(items)))
+    atomic_write_parquet(path, table)
+    return table
+
+
+def build_corpus(job: CorpusJob, progress: ProgressReporter | None = None) -> CorpusResult:
+    """Run (or resume) the whole pipeline and write the Hub-loadable corpus into the run folder."""
+    progress = progress or NullProgress()
+    started = time.monotonic()
+    started_at = utc_now()
+    run = job.run
+    resumed = run.claim(settings_of(job))
+    run.clean_temp_files()
+
+    items = frozen_items(job)
+    queries = frozen_queries(job, items)
+    keys = unique_keys_of(queries)
+
+    search_step = SearchStep(
+        job.source, run, k=int(job.recipe["k"]), unit_size=int(job.recipe["search_unit_size"]), workers=job.workers
+    )
+    with progress.task("search", total=len(keys)) as advance:
+        search_step.run(keys, advance)
+    search = final_search_table(run)
+
+    pages = pages_to_fetch(search)
+    fetch_step = FetchStep(job.source, run, unit_size=int(job.recipe["fetch_unit_size"]), workers=job.workers)
+    with progress.task("fetch + sections", total=len(pages)) as advance:
+        fetch_step.run(pages, advance)
+    fetched = final_fetch_table(run)
+
+    assembled = assemble(queries, search, fetched)
+    configs = publish(job, assembled)
+
+    attempt = {
+        "started_at": started_at,
+        "finished_at": utc_now(),
+        "seconds": round(time.monotonic() - started, 3),
+        "requests": job.source.stats.as_dict(),
+        "search": search_step.stats.as_dict(),
+        "fetch": fetch_step.stats.as_dict(),
+    }
+    run.log_attempt(attempt)
+    counts = {
+        "items": len(items),
+        "languages": len(job.languages),
+        "queries": queries.num_rows,
+        "unique_queries": len(keys),
+        "unique_articles": len(pages),
+        "articles_with_text": sum(len(set(t["page_id"].to_pylist())) for t in assembled.by_wiki.values()),
+        "sections": sum(t.num_rows for t in assembled.by_wiki.values()),
+        "duplicate_sections_removed": assembled.duplicate_sections,
+        "articles_without_text": assembled.empty_articles,
+    }
+    failures = {"search": len(assembled.search_failures), "fetch": len(assembled.fetch_failures)}
+    manifest = build_manifest(job, counts, configs, failures, assembled, run.attempts())
+    run.write_manifest(manifest)
+    return CorpusResult(
+        root=run.root,
+        resumed=resumed,
+        counts=counts,
+        configs={config.name: config.rows for config in configs},
+        requests=manifest["requests"],
+        failures=failures,
+        manifest=manifest,
+    )
+
+
+def unique_keys_of(queries) -> list[tuple[str, str]]:
+    return sorted(set(zip(queries["wiki"].to_pylist(), queries["text"].to_pylist())))
+
+
+def publish(job: CorpusJob, assembled: Assembled) -> list[ConfigFiles]:
+    """Write one config per wiki, ``default`` over all of them, ``queries``, failures and the card."""
+    root = job.run.root
+    configs = [
+        write_config(root, subdomain(wiki), table, folder=f"corpus/{subdomain(wiki)}")
+        for wiki, table in assembled.by_wiki.items()
+    ]
+    total = sum(config.rows for config in configs)
+    default = ConfigFiles("default", "train", "data/corpus/*/train-*.parquet", total)
+    queries = write_config(root, "queries", assembled.queries)
+    all_configs = [default, *configs, queries]
+    failures = [{"step": "search", **row} for row in assembled.search_failures] + [
+        {"step": "fetch", **row} for row in assembled.fetch_failures
+    ]
+    atomic_write_text(
+        root / "failures.jsonl", "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in failures)
+    )
+    write_readme(root, card_header(job, all_configs), card_body(job, all_configs))
+    return all_configs
+
+
+def card_header(job: CorpusJob, configs: Sequence[ConfigFiles]) -> str:
+    total = sum(c.rows for c in configs if c.name == "default")
+    languages = sorted({language.bcp47.split("-")[0] for language in job.languages} | {"en"})
+    metadata = {
+        "pretty_name": f"M4-RAG Wikipedia corpus for {PRETTY_NAMES[job.benchmark]}",
+        "language": languages,
+        "license": "cc-by-sa-4.0",
+        "task_categories": ["text-retrieval", "visual-question-answering"],
+        "size_categories": [size_category(total)],
+        "source_datasets": SOURCE_DATASETS[job.benchmark],
+        "tags": ["m4build", "m4-rag", "wikipedia", "multilingual", "rag"],
+    }
+    return front_matter(configs, metadata, default="default")
+
+
+def size_category(rows: int) -> str:
+    """The Hub's size buckets: n<1K, 1K<n<10K, ..., n>1T."""
+    bounds = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+              (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B")]
+    for bound, label in bounds:
+        if rows < bound:
+            return label
+    return "n>1B"
+
+
+def card_body(job: CorpusJob, configs: Sequence[ConfigFiles]) -> str:
+    table = ["| config | rows |", "|---|---|", *(f"| `{c.name}` | {c.rows} |" for c in configs)]
+    facts = [
+        f"- benchmark: {job.benchmark}; languages: {', '.join(sorted(lang.code for lang in job.languages))}",
+        f"- source: {job.source_info.get('kind')}; snapshot date: {job.recipe['snapshot_date']}",
+        f"- query types: {', '.join(job.recipe['query_types'])}; query languages: "
+        f"{', '.join(job.recipe['query_languages'])}; top-k: {job.recipe['k']}",
+        f"- m4build {__version__}; the run's `manifest.json` records versions, counts and requests.",
+    ]
+    example = next((c.name for c in configs if c.name not in ("default", "queries")), "default")
+    template = Template(data_path("hub_cards", "m4rag_corpus.md").read_text(encoding="utf-8"))
+    return template.substitute(
+        pretty_name=f"M4-RAG Wikipedia corpus for {PRETTY_NAMES[job.benchmark]}",
+        benchmark=PRETTY_NAMES[job.benchmark],
+        k=job.recipe["k"],
+        config_table="\n".join(table),
+        repo_hint="path/to/this/folder",
+        example_config=example,
+        build_facts="\n".join(facts),
+        source_datasets=", ".join(SOURCE_DATASETS[job.benchmark]),
+    )
+
+
+def package_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def summed(attempts: Sequence[Mapping[str, Any]], key: str) -> dict[str, int]:
+    total: Counter[str] = Counter()
+    for attempt in attempts:
+        total.update(attempt.get(key, {}))
+    return dict(sorted(total.items()))
+
+
+def build_manifest(
+    job: CorpusJob,
+    counts: Mapping[str, int],
+    configs: Sequence[ConfigFiles],
+    failures: Mapping[str, int],
+    assembled: Assembled,
+    attempts: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    examples = (assembled.search_failures + assembled.fetch_failures)[:20]
+    return {
+        "m4build_version": __version__,
+        "recipe": dict(job.recipe),
+        "settings": settings_of(job),
+        "source": dict(job.source_info),
+        "versions": package_versions(),
+        "counts": dict(counts),
+        "configs": {config.name: config.rows for config in configs},
+        "requests": summed(attempts, "requests"),
+        "steps": {"search": summed(attempts, "search"), "fetch": summed(attempts, "fetch")},
+        "failures": {**failures, "examples": examples, "file": "failures.jsonl"},
+        "attempts": len(attempts),
+        "first_started_at": attempts[0]["started_at"] if attempts else None,
+        "last_finished_at": attempts[-1]["finished_at"] if attempts else None,
+    }
