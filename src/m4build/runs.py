@@ -77,6 +77,14 @@ def atomic_write_parquet(path: Path, table: pa.Table) -> None:
         raise
 
 
+def _ends_mid_line(path: Path) -> bool:
+    if not path.exists() or path.stat().st_size == 0:
+        return False
+    with open(path, "rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) != b"\n"
+
+
 class RunFolder:
     """A run folder (``--out``) and the bookkeeping that makes its commands resumable."""
 
@@ -163,6 +171,8 @@ class RunFolder:
         """Append one line per command invocation (start, end, stats); read back for the manifest."""
         path = self.root / ATTEMPTS_FILE
         line = json.dumps(dict(record), ensure_ascii=False, sort_keys=True, default=str) + "\n"
+        if _ends_mid_line(path):
+            line = "\n" + line  # a kill cut the previous line short; never glue onto it
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(line)
             handle.flush()
