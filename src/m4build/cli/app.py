@@ -1,0 +1,61 @@
+"""The ``m4build`` command: a Typer app with one module per command group.
+
+Commands stay thin (parse flags, load the recipe, call a pipeline, print a summary); the work
+lives in ``m4build.pipelines``. User mistakes surface as one message and a stable exit code,
+never as a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import typer
+from rich.console import Console
+
+from m4build import __version__
+from m4build.cli.corpus import corpus_command
+from m4build.errors import ExitCode, M4BuildError
+
+app = typer.Typer(
+    name="m4build",
+    help="Build multilingual and multimodal RAG benchmarks and publish them as Hugging Face datasets.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("corpus", no_args_is_help=True)(corpus_command)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"m4build {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """m4build: corpora, indexes and evaluations for M4-RAG, RAVENEA, CHARGE, Futurepedia and M²RAG."""
+
+
+def main() -> None:
+    """Console-script entry point: runs the app and turns known errors into exit codes."""
+    errors = Console(stderr=True)
+    try:
+        code = app(standalone_mode=False)
+    except M4BuildError as error:
+        errors.print(f"[bold red]error:[/] {error.message}", highlight=False)
+        if error.hint:
+            errors.print(error.hint, highlight=False)
+        sys.exit(int(error.exit_code))
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        errors.print("interrupted: finished work is saved; run the same command again to resume.")
+        sys.exit(int(ExitCode.INTERRUPTED))
+    except click.ClickException as usage:
+        usage.show()
+        sys.exit(usage.exit_code)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
