@@ -77,7 +77,8 @@ def settings_of(job: CorpusJob) -> dict[str, Any]:
     return {
         "benchmark": job.benchmark,
         "languages": sorted(language.code for language in job.languages),
-        "source": {key: job.source_info[key] for key in ("kind", "paths", "endpoint") if key in job.source_info},
+        # The endpoint is left out on purpose: a mirror or a new port serves the same wiki.
+        "source": {key: job.source_info[key] for key in ("kind", "paths") if key in job.source_info},
         "query_types": list(recipe["query_types"]),
         "query_languages": list(recipe["query_languages"]),
         "k": int(recipe["k"]),
