@@ -194,6 +194,3 @@ def assemble(queries: pa.Table, search: pa.Table, fetched: pa.Table) -> Assemble
         .to_pylist(),
     )
 
-
-def config_sizes(assembled: Assembled) -> Mapping[str, int]:
-    return {subdomain(wiki): table.num_rows for wiki, table in assembled.by_wiki.items()}

@@ -13,12 +13,13 @@ import platform
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 from string import Template
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from m4build import __version__
@@ -32,7 +33,7 @@ from m4build.pipelines.m4rag.search import SearchStep, final_search_table
 from m4build.progress import NullProgress, ProgressReporter
 from m4build.records import BenchmarkItem
 from m4build.resources import data_path
-from m4build.runs import RunFolder, atomic_write_parquet, atomic_write_text, utc_now
+from m4build.runs import RunFolder, atomic_write_json, atomic_write_parquet, atomic_write_text, utc_now
 from m4build.sources.wikipedia import WikipediaSource
 from m4build.wikis import subdomain
 
@@ -88,16 +89,22 @@ def settings_of(job: CorpusJob) -> dict[str, Any]:
     }
 
 
-def frozen_items(job: CorpusJob) -> list[BenchmarkItem]:
+def frozen_items(job: CorpusJob) -> tuple[list[BenchmarkItem], list[dict]]:
+    """The benchmark items (and those the loader had to skip), read once and kept in the run folder."""
     path = job.run.state_dir / "items.parquet"
+    skipped_path = job.run.state_dir / "skipped_items.json"
     if path.exists():
-        return items_from_table(pq.read_table(path))
-    items = sorted(job.load_items(), key=lambda item: item.item_id)
+        skipped = json.loads(skipped_path.read_text(encoding="utf-8")) if skipped_path.exists() else []
+        return items_from_table(pq.read_table(path)), skipped
+    loaded = job.load_items()
+    skipped = [asdict(item) for item in getattr(loaded, "skipped", [])]
+    items = sorted(loaded, key=lambda item: item.item_id)
+    atomic_write_json(skipped_path, skipped)
     atomic_write_parquet(path, items_to_table(items))
-    return items
+    return items, skipped
 
 
-def frozen_queries(job: CorpusJob, items: Sequence[BenchmarkItem]):
+def frozen_queries(job: CorpusJob, items: Sequence[BenchmarkItem]) -> pa.Table:
     path = job.run.state_dir / "queries.parquet"
     if path.exists():
         return pq.read_table(path)
@@ -121,7 +128,7 @@ def build_corpus(job: CorpusJob, progress: ProgressReporter | None = None) -> Co
     resumed = run.claim(settings_of(job))
     run.clean_temp_files()
 
-    items = frozen_items(job)
+    items, skipped = frozen_items(job)
     queries = frozen_queries(job, items)
     keys = unique_keys_of(queries)
 
@@ -152,6 +159,7 @@ def build_corpus(job: CorpusJob, progress: ProgressReporter | None = None) -> Co
     run.log_attempt(attempt)
     counts = {
         "items": len(items),
+        "items_skipped": len(skipped),
         "languages": len(job.languages),
         "queries": queries.num_rows,
         "unique_queries": len(keys),
@@ -163,6 +171,7 @@ def build_corpus(job: CorpusJob, progress: ProgressReporter | None = None) -> Co
     }
     failures = {"search": len(assembled.search_failures), "fetch": len(assembled.fetch_failures)}
     manifest = build_manifest(job, counts, configs, failures, assembled, run.attempts())
+    manifest["skipped_items"] = {"count": len(skipped), "examples": skipped[:20], "file": "state/skipped_items.json"}
     run.write_manifest(manifest)
     return CorpusResult(
         root=run.root,
@@ -175,7 +184,7 @@ def build_corpus(job: CorpusJob, progress: ProgressReporter | None = None) -> Co
     )
 
 
-def unique_keys_of(queries) -> list[tuple[str, str]]:
+def unique_keys_of(queries: pa.Table) -> list[tuple[str, str]]:
     return sorted(set(zip(queries["wiki"].to_pylist(), queries["text"].to_pylist())))
 
 
