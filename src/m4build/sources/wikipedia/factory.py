@@ -45,6 +45,7 @@ def open_source(
     languages: Sequence[Language] = (),
 ) -> tuple[WikipediaSource, dict[str, Any]]:
     """The source for ``kind`` ("api", "dump" or "sample") and what the manifest says about it."""
+    cache_dir = cache_dir.resolve() if cache_dir is not None else None
     if kind == "api":
         user_agent = build_user_agent(recipe.get("contact"))
         template = endpoint or DEFAULT_ENDPOINT
