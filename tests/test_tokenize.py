@@ -71,3 +71,9 @@ def test_tokenizing_a_long_text_is_fast():
     tokens = tokenize(text)
     assert time.perf_counter() - started < 2
     assert len(tokens) == 5_000 * 17
+
+
+def test_korean_particles_do_not_hide_the_noun():
+    # 김치를 (kimchi + object particle) must match a query for 김치, as in Lucene's CJK analyzer.
+    assert "김치" in tokenize("김치를 좋아합니다")
+    assert tokenize("김치") == ["김치"]

@@ -22,9 +22,10 @@ Why this shape:
   so a Thai tone mark or a vowel sign never becomes a token of its own.
 - **Everything else is split on non-word characters**, where word characters are letters, digits
   and combining marks: Python's ``\\w`` leaves out vowel signs and viramas, which would cut Hindi,
-  Bengali, Sinhala or Tamil words into pieces. Korean is written with spaces, so its words stay
-  whole; a particle stays attached to its noun (김치를 does not match 김치), the price of not
-  bigramming Hangul as Lucene's CJK analyzer does (a larger index, noisier matches).
+  Bengali, Sinhala or Tamil words into pieces.
+- **Hangul is bigrammed too**, although Korean puts spaces between phrases: a particle or ending
+  is written onto its noun (김치를, 김치는, 김치의), so whole-phrase tokens would not let a query
+  for 김치 match them. Bigrams of syllables do (김치를 -> 김치, 치를), as in Lucene's CJK analyzer.
 - **No stemming by default.** A stemmer exists for a minority of the languages covered, each one
   is a different trade-off, and stemming a query in the wrong language damages it. BM25 over
   unstemmed words is a sound baseline everywhere; bigrams already give some of the recall that
@@ -57,6 +58,7 @@ _NO_SPACE_BLOCKS = (
     (0x4E00, 0x9FFF),  # CJK unified ideographs
     (0xA9E0, 0xA9FF),  # Myanmar extended-B
     (0xAA60, 0xAA7F),  # Myanmar extended-A
+    (0xAC00, 0xD7A3),  # Hangul syllables
     (0xF900, 0xFAFF),  # CJK compatibility ideographs
 )
 

@@ -77,7 +77,7 @@ from m4build.sources.wikipedia.base import SourceStats
 from m4build.text.tokenize import tokenize
 from m4build.wikis import article_url, dbname
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """Bump when the tokenizer, the indexed text or the cache layout changes: old caches then miss."""
 
 LEAD_CHARS = 4000
