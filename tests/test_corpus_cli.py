@@ -243,3 +243,26 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path):
                      "--dry-run", check=True)
     assert "jawiki" in result.stdout and "enwiki" in result.stdout
     assert not (tmp_path / "x").exists()
+
+
+def test_dump_source_builds_from_enterprise_records_with_no_request(tmp_path, fixtures_dir):
+    dump = fixtures_dir / "wikipedia" / "enterprise" / "mul--squirrel--enterprise.ndjson.gz"
+    items = tmp_path / "cvqa.jsonl"
+    row = {"image": None, "ID": "test_ru_0", "Subset": "('Russian', 'Russia')",
+           "Question": "Какое животное на фото?", "Translated Question": "Which animal is in the photo?",
+           "Options": ["Белка", "Заяц", "Ёж", "Лиса"], "Translated Options": ["Squirrel", "Hare", "Hedgehog", "Fox"],
+           "Label": 0, "Category": "Animals", "Image Type": "Self", "Image Source": "test", "License": "CC0"}
+    items.write_text(json.dumps(row, ensure_ascii=False) + "\n")
+    run = tmp_path / "run"
+    m4build("corpus", "cvqa", "--lang", "ru", "--source", "dump", str(dump), "--items", str(items),
+            "--out", str(run), check=True)
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["source"]["kind"] == "dump" and manifest["source"]["paths"] == [str(dump.resolve())]
+    assert not any(key.startswith("requests.") for key in manifest["requests"])
+    english = datasets.load_dataset(str(run), "en", split="train")
+    russian = datasets.load_dataset(str(run), "ru", split="train")
+    assert set(english["title"]) == {"Squirrel"} and set(russian["wiki"]) == {"ruwiki"}
+    assert english[0]["wikidata_id"] == "Q9482" and english[0]["source"] == "snapshot"
+    lead = english.filter(lambda r: r["section_kind"] == "lead")[0]
+    kinds = {(entry["query_type"], entry["query_lang"]) for entry in lead["retrieved_by"]}
+    assert ("answer", "en") in kinds and ("answer", "ru_ru") not in kinds  # ruwiki has its own record

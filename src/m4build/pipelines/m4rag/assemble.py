@@ -167,8 +167,9 @@ def assemble(queries: pa.Table, search: pa.Table, fetched: pa.Table) -> Assemble
     seen_hashes: set[str] = set()
     by_wiki: dict[str, pa.Table] = {}
     duplicates = 0
-    # One wiki at a time keeps memory proportional to the largest wiki, not the whole corpus.
-    for wiki in sorted(set(sections["wiki"].to_pylist())):
+    # Every searched wiki gets a config, empty or not, so the configs follow the languages asked
+    # for. One wiki at a time keeps memory proportional to the largest wiki, not the whole corpus.
+    for wiki in sorted(set(sections["wiki"].to_pylist()) | set(queries["wiki"].to_pylist())):
         part = sections.filter(pc.equal(sections["wiki"], wiki))
         part = part.take(pc.sort_indices(part, sort_keys=[("page_id", "ascending"), ("section_index", "ascending")]))
         rows = []
