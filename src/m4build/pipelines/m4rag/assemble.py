@@ -67,6 +67,7 @@ class Assembled:
 
     by_wiki: dict[str, pa.Table]
     queries: pa.Table
+    wikis_without_articles: list[str] = field(default_factory=list)
     duplicate_sections: int = 0
     empty_articles: int = 0
     search_failures: list[dict] = field(default_factory=list)
@@ -167,9 +168,8 @@ def assemble(queries: pa.Table, search: pa.Table, fetched: pa.Table) -> Assemble
     seen_hashes: set[str] = set()
     by_wiki: dict[str, pa.Table] = {}
     duplicates = 0
-    # Every searched wiki gets a config, empty or not, so the configs follow the languages asked
-    # for. One wiki at a time keeps memory proportional to the largest wiki, not the whole corpus.
-    for wiki in sorted(set(sections["wiki"].to_pylist()) | set(queries["wiki"].to_pylist())):
+    # One wiki at a time keeps memory proportional to the largest wiki, not the whole corpus.
+    for wiki in sorted(set(sections["wiki"].to_pylist())):
         part = sections.filter(pc.equal(sections["wiki"], wiki))
         part = part.take(pc.sort_indices(part, sort_keys=[("page_id", "ascending"), ("section_index", "ascending")]))
         rows = []
@@ -181,10 +181,12 @@ def assemble(queries: pa.Table, search: pa.Table, fetched: pa.Table) -> Assemble
             seen_hashes.add(digest)
             rows.append(corpus_record(row, retrieved_by, qids))
         by_wiki[wiki] = pa.Table.from_pylist(rows, schema=CORPUS_SCHEMA)
+    searched = set(queries["wiki"].to_pylist())
     empty = fetched.filter(pc.equal(fetched["status"], "empty")).num_rows
     return Assembled(
         by_wiki=by_wiki,
         queries=query_table(queries, search),
+        wikis_without_articles=sorted(searched - set(by_wiki)),
         duplicate_sections=duplicates,
         empty_articles=empty,
         search_failures=search.filter(pc.equal(search["status"], "failed"))

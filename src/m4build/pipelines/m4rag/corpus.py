@@ -196,16 +196,18 @@ def publish(job: CorpusJob, assembled: Assembled) -> list[ConfigFiles]:
         for wiki, table in assembled.by_wiki.items()
     ]
     total = sum(config.rows for config in configs)
-    default = ConfigFiles("default", "train", "data/corpus/*/train-*.parquet", total)
     queries = write_config(root, "queries", assembled.queries)
-    all_configs = [default, *configs, queries]
+    # Parquet readers refuse a file without rows, so a wiki without articles gets no config (the
+    # card and the manifest name it instead), and ``default`` exists only over a non-empty corpus.
+    default = [ConfigFiles("default", "train", "data/corpus/*/train-*.parquet", total)] if total else []
+    all_configs = [*default, *configs, queries]
     failures = [{"step": "search", **row} for row in assembled.search_failures] + [
         {"step": "fetch", **row} for row in assembled.fetch_failures
     ]
     atomic_write_text(
         root / "failures.jsonl", "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in failures)
     )
-    write_readme(root, card_header(job, all_configs), card_body(job, all_configs))
+    write_readme(root, card_header(job, all_configs), card_body(job, all_configs, assembled.wikis_without_articles))
     return all_configs
 
 
@@ -221,7 +223,7 @@ def card_header(job: CorpusJob, configs: Sequence[ConfigFiles]) -> str:
         "source_datasets": SOURCE_DATASETS[job.benchmark],
         "tags": ["m4build", "m4-rag", "wikipedia", "multilingual", "rag"],
     }
-    return front_matter(configs, metadata, default="default")
+    return front_matter(configs, metadata, default="default" if any(c.name == "default" for c in configs) else None)
 
 
 def size_category(rows: int) -> str:
@@ -234,7 +236,7 @@ def size_category(rows: int) -> str:
     return "n>1B"
 
 
-def card_body(job: CorpusJob, configs: Sequence[ConfigFiles]) -> str:
+def card_body(job: CorpusJob, configs: Sequence[ConfigFiles], empty_wikis: Sequence[str]) -> str:
     table = ["| config | rows |", "|---|---|", *(f"| `{c.name}` | {c.rows} |" for c in configs)]
     facts = [
         f"- benchmark: {job.benchmark}; languages: {', '.join(sorted(lang.code for lang in job.languages))}",
@@ -243,6 +245,8 @@ def card_body(job: CorpusJob, configs: Sequence[ConfigFiles]) -> str:
         f"{', '.join(job.recipe['query_languages'])}; top-k: {job.recipe['k']}",
         f"- m4build {__version__}; the run's `manifest.json` records versions, counts and requests.",
     ]
+    if empty_wikis:
+        facts.append(f"- searched but no article retrieved: {', '.join(subdomain(wiki) for wiki in empty_wikis)}")
     example = next((c.name for c in configs if c.name not in ("default", "queries")), "default")
     template = Template(data_path("hub_cards", "m4rag_corpus.md").read_text(encoding="utf-8"))
     return template.substitute(
@@ -294,6 +298,7 @@ def build_manifest(
         "requests": summed(attempts, "requests"),
         "steps": {"search": summed(attempts, "search"), "fetch": summed(attempts, "fetch")},
         "failures": {**failures, "examples": examples, "file": "failures.jsonl"},
+        "wikis_without_articles": list(assembled.wikis_without_articles),
         "attempts": len(attempts),
         "first_started_at": attempts[0]["started_at"] if attempts else None,
         "last_finished_at": attempts[-1]["finished_at"] if attempts else None,
