@@ -13,14 +13,26 @@ Advance = Callable[[int], None]
 
 
 class ProgressReporter(Protocol):
-    def task(self, description: str, total: int) -> AbstractContextManager[Advance]: ...
+    def task(self, description: str, total: int | None) -> AbstractContextManager[Advance]: ...
+
+
+def counting(advance: Advance) -> Callable[[int], None]:
+    """Adapt a callback that reports a running total (records read so far) to ``advance``."""
+    seen = 0
+
+    def report(total_so_far: int) -> None:
+        nonlocal seen
+        advance(total_so_far - seen)
+        seen = total_so_far
+
+    return report
 
 
 class NullProgress:
     """Reports nothing; for library use and tests."""
 
     @contextmanager
-    def task(self, description: str, total: int) -> Iterator[Advance]:
+    def task(self, description: str, total: int | None) -> Iterator[Advance]:
         yield lambda n: None
 
 
@@ -31,7 +43,8 @@ class RichProgress:
         self.console = console or Console(stderr=True)
 
     @contextmanager
-    def task(self, description: str, total: int) -> Iterator[Advance]:
+    def task(self, description: str, total: int | None) -> Iterator[Advance]:
+        """A bar for ``total`` steps, or a running count when the total is not known in advance."""
         columns = (
             TextColumn("[bold]{task.description}"),
             BarColumn(),

@@ -91,6 +91,7 @@ def corpus_command(
         print_plan(console, benchmark, languages, items_loader(), recipe)
         return
 
+    progress = RichProgress()
     wiki_source, source_info = open_source(
         kind,
         recipe,
@@ -98,6 +99,7 @@ def corpus_command(
         endpoint=endpoint,
         cache_dir=cache_dir or out / "cache",
         languages=languages,
+        progress=progress,
     )
     job = CorpusJob(
         benchmark=benchmark,
@@ -110,7 +112,7 @@ def corpus_command(
         workers=workers or default_workers(kind, recipe, languages),
     )
     try:
-        result = build_corpus(job, RichProgress())
+        result = build_corpus(job, progress)
     finally:
         wiki_source.close()
     print_summary(console, result)

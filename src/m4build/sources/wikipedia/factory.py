@@ -13,6 +13,7 @@ from typing import Any
 
 from m4build.errors import UsageError
 from m4build.languages import Language
+from m4build.progress import NullProgress, ProgressReporter, counting
 from m4build.sources.wikipedia.api import MediaWikiApiSource
 from m4build.sources.wikipedia.base import WikipediaSource
 from m4build.sources.wikipedia.politeness import build_user_agent
@@ -43,6 +44,7 @@ def open_source(
     endpoint: str | None = None,
     cache_dir: Path | None = None,
     languages: Sequence[Language] = (),
+    progress: ProgressReporter | None = None,
 ) -> tuple[WikipediaSource, dict[str, Any]]:
     """The source for ``kind`` ("api", "dump" or "sample") and what the manifest says about it."""
     cache_dir = cache_dir.resolve() if cache_dir is not None else None
@@ -59,9 +61,12 @@ def open_source(
             variant_of=variants_by_wiki(languages),
         )
         return source, {"kind": "api", "endpoint": template, "user_agent": user_agent}
+    progress = progress or NullProgress()
     if kind == "dump":
         paths = [Path(path) for path in dump_paths]
-        source = SnapshotSource(paths, cache_dir)
+        # A first run over a full dump indexes millions of records; later runs load the cache.
+        with progress.task("index snapshot (records read)", total=None) as advance:
+            source = SnapshotSource(paths, cache_dir, progress=counting(advance))
         return source, {"kind": "dump", "paths": [os.fspath(path.resolve()) for path in paths], "wikis": list(source.wikis)}
     if kind == "sample":
         source = SampleSource(cache_dir)
