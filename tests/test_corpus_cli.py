@@ -68,7 +68,9 @@ def test_worldcuisines_all_languages_from_the_sample_loads_with_load_dataset(tmp
 
     again = m4build("corpus", "worldcuisines", "--lang", "all", "--source", "sample", "--out", str(run), check=True)
     assert "resumed and finished" in again.stdout
-    assert json.loads((run / "manifest.json").read_text())["counts"] == manifest["counts"]
+    rerun = json.loads((run / "manifest.json").read_text())
+    assert rerun["counts"] == manifest["counts"]
+    assert rerun["cache_hits"]["queries_from_earlier_attempts"] == manifest["counts"]["unique_queries"]
 
 
 def test_cvqa_all_languages_from_the_sample(tmp_path):

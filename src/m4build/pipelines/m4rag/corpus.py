@@ -297,6 +297,13 @@ def build_manifest(
         "configs": {config.name: config.rows for config in configs},
         "requests": summed(attempts, "requests"),
         "steps": {"search": summed(attempts, "search"), "fetch": summed(attempts, "fetch")},
+        # What the last attempt did not have to redo: answers and pages finished by earlier
+        # attempts, and snapshot indexes loaded instead of built.
+        "cache_hits": {
+            "queries_from_earlier_attempts": attempts[-1]["search"].get("queries_reused", 0) if attempts else 0,
+            "pages_from_earlier_attempts": attempts[-1]["fetch"].get("pages_reused", 0) if attempts else 0,
+            "snapshot_indexes_loaded": attempts[-1]["requests"].get("cache_hits", 0) if attempts else 0,
+        },
         "failures": {**failures, "examples": examples, "file": "failures.jsonl"},
         "wikis_without_articles": list(assembled.wikis_without_articles),
         "attempts": len(attempts),
