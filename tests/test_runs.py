@@ -6,7 +6,7 @@ import datasets
 import pyarrow as pa
 import pytest
 
-from m4build.dataset_folder import ConfigFiles, front_matter, write_config, write_readme
+from m4build.dataset_folder import ConfigFiles, front_matter, read_configs, write_config
 from m4build.errors import UsageError
 from m4build.runs import RunFolder, atomic_write_text, stable_hash
 
@@ -60,7 +60,9 @@ def test_written_folder_loads_with_load_dataset_per_config(tmp_path):
     en = write_config(tmp_path, "en", pa.table({"id": ["en:1", "en:2"], "text": ["a", "b"]}), folder="corpus/en")
     ja = write_config(tmp_path, "ja", pa.table({"id": ["ja:1"], "text": ["c"]}), folder="corpus/ja")
     default = ConfigFiles("default", "train", "data/corpus/*/train-*.parquet", 3)
-    write_readme(tmp_path, front_matter([default, en, ja], {"license": "cc-by-sa-4.0"}, default="default"), "Body")
+    header = front_matter([default, en, ja], {"license": "cc-by-sa-4.0"}, default="default")
+    atomic_write_text(tmp_path / "README.md", header + "\nBody\n")
+    assert read_configs(tmp_path / "README.md", {"en": 2, "ja": 1, "default": 3}) == [default, en, ja]
     assert datasets.load_dataset(str(tmp_path), "ja", split="train")["id"] == ["ja:1"]
     assert sorted(datasets.load_dataset(str(tmp_path), "default", split="train")["id"]) == ["en:1", "en:2", "ja:1"]
     assert sorted(datasets.load_dataset(str(tmp_path), split="train")["id"]) == ["en:1", "en:2", "ja:1"]

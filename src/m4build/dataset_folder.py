@@ -15,7 +15,8 @@ from pathlib import Path
 import pyarrow as pa
 import yaml
 
-from m4build.runs import atomic_write_parquet, atomic_write_text
+from m4build.errors import InputFileError
+from m4build.runs import atomic_write_parquet
 
 ROWS_PER_SHARD = 250_000
 
@@ -64,5 +65,22 @@ def front_matter(configs: Sequence[ConfigFiles], metadata: Mapping[str, object],
     return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True, width=1000) + "---\n"
 
 
-def write_readme(root: Path, header: str, body: str) -> None:
-    atomic_write_text(root / "README.md", header + "\n" + body.strip() + "\n")
+def read_configs(readme: Path, rows: Mapping[str, int]) -> list[ConfigFiles]:
+    """The configs a README's front matter declares, as :func:`write_config` described them.
+
+    The front matter is the contract with the Hub, so it (not a directory listing) says what a
+    folder publishes; ``rows`` (the manifest's counts) fills in what YAML does not carry.
+    """
+    text = readme.read_text(encoding="utf-8")
+    if not text.startswith("---\n") or "\n---\n" not in text[3:]:
+        raise InputFileError(
+            f"{readme} has no YAML front matter, so it declares no configs",
+            "Run the command that built the folder again (same --out) to rewrite its README.",
+        )
+    header = yaml.safe_load(text[4 : text.index("\n---\n", 3)]) or {}
+    configs = []
+    for entry in header.get("configs", []):
+        for files in entry["data_files"]:
+            name = entry["config_name"]
+            configs.append(ConfigFiles(name, files["split"], files["path"], rows.get(name, 0)))
+    return configs

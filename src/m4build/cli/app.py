@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
 from rich.console import Console
 
 from m4build import __version__
 from m4build.cli.corpus import corpus_command
+from m4build.cli.push import push_command
+from m4build.cli.index import index_command, search_command
 from m4build.errors import ExitCode, M4BuildError
+
+try:  # Typer 0.2x vendors its own click; older Typer uses the click package
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover - depends on the installed Typer
+    from click import ClickException
 
 app = typer.Typer(
     name="m4build",
@@ -25,6 +31,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command("corpus", no_args_is_help=True)(corpus_command)
+app.command("push", no_args_is_help=True)(push_command)
+app.command("index", no_args_is_help=True)(index_command)
+app.command("search", no_args_is_help=True)(search_command)
 
 
 def _version(value: bool) -> None:
@@ -50,12 +59,12 @@ def main() -> None:
         if error.hint:
             errors.print(error.hint, highlight=False)
         sys.exit(int(error.exit_code))
-    except (KeyboardInterrupt, click.exceptions.Abort):
+    except (KeyboardInterrupt, typer.Abort):
         errors.print("interrupted: finished work is saved; run the same command again to resume.")
         sys.exit(int(ExitCode.INTERRUPTED))
-    except click.ClickException as usage:
+    except ClickException as usage:  # bad or missing flags: click's own message and exit code
         usage.show()
         sys.exit(usage.exit_code)
-    except click.exceptions.Exit as done:
+    except typer.Exit as done:
         sys.exit(done.exit_code)
     sys.exit(code if isinstance(code, int) else 0)

@@ -16,14 +16,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
-from string import Template
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from m4build import __version__
-from m4build.dataset_folder import ConfigFiles, front_matter, write_config, write_readme
+from m4build.dataset_card import render_card
+from m4build.dataset_folder import ConfigFiles, write_config
 from m4build.languages import Language
 from m4build.pipelines.m4rag.assemble import Assembled, assemble
 from m4build.pipelines.m4rag.fetch import FetchStep, final_fetch_table, pages_to_fetch
@@ -32,17 +32,11 @@ from m4build.pipelines.m4rag.queries import FormQueries, unique_keys
 from m4build.pipelines.m4rag.search import SearchStep, final_search_table
 from m4build.progress import NullProgress, ProgressReporter
 from m4build.records import BenchmarkItem
-from m4build.resources import data_path
 from m4build.runs import RunFolder, atomic_write_json, atomic_write_parquet, atomic_write_text, utc_now
 from m4build.sources.wikipedia import WikipediaSource
 from m4build.wikis import subdomain
 
 PACKAGES = ("m4build", "mwclient", "requests", "lxml", "bm25s", "pyarrow", "datasets", "typer", "rich")
-SOURCE_DATASETS = {
-    "worldcuisines": ["worldcuisines/vqa-v1.1", "worldcuisines/food-kb"],
-    "cvqa": ["afaji/cvqa"],
-}
-PRETTY_NAMES = {"worldcuisines": "WorldCuisines", "cvqa": "CVQA"}
 
 
 @dataclass
@@ -173,6 +167,8 @@ def build_corpus(job: CorpusJob, progress: ProgressReporter | None = None) -> Co
     manifest = build_manifest(job, counts, configs, failures, assembled, run.attempts())
     manifest["skipped_items"] = {"count": len(skipped), "examples": skipped[:20], "file": "state/skipped_items.json"}
     run.write_manifest(manifest)
+    # The card states the manifest's facts, so it is written last, from the manifest itself.
+    atomic_write_text(run.root / "README.md", render_card(manifest, configs))
     return CorpusResult(
         root=run.root,
         resumed=resumed,
@@ -189,7 +185,7 @@ def unique_keys_of(queries: pa.Table) -> list[tuple[str, str]]:
 
 
 def publish(job: CorpusJob, assembled: Assembled) -> list[ConfigFiles]:
-    """Write one config per wiki, ``default`` over all of them, ``queries``, failures and the card."""
+    """Write one config per wiki, ``default`` over all of them, ``queries`` and the failures list."""
     root = job.run.root
     configs = [
         write_config(root, subdomain(wiki), table, folder=f"corpus/{subdomain(wiki)}")
@@ -207,58 +203,7 @@ def publish(job: CorpusJob, assembled: Assembled) -> list[ConfigFiles]:
     atomic_write_text(
         root / "failures.jsonl", "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in failures)
     )
-    write_readme(root, card_header(job, all_configs), card_body(job, all_configs, assembled.wikis_without_articles))
     return all_configs
-
-
-def card_header(job: CorpusJob, configs: Sequence[ConfigFiles]) -> str:
-    total = sum(c.rows for c in configs if c.name == "default")
-    languages = sorted({language.bcp47.split("-")[0] for language in job.languages} | {"en"})
-    metadata = {
-        "pretty_name": f"M4-RAG Wikipedia corpus for {PRETTY_NAMES[job.benchmark]}",
-        "language": languages,
-        "license": "cc-by-sa-4.0",
-        "task_categories": ["text-retrieval", "visual-question-answering"],
-        "size_categories": [size_category(total)],
-        "source_datasets": SOURCE_DATASETS[job.benchmark],
-        "tags": ["m4build", "m4-rag", "wikipedia", "multilingual", "rag"],
-    }
-    return front_matter(configs, metadata, default="default" if any(c.name == "default" for c in configs) else None)
-
-
-def size_category(rows: int) -> str:
-    """The Hub's size buckets: n<1K, 1K<n<10K, ..., n>1T."""
-    bounds = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
-              (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B")]
-    for bound, label in bounds:
-        if rows < bound:
-            return label
-    return "n>1B"
-
-
-def card_body(job: CorpusJob, configs: Sequence[ConfigFiles], empty_wikis: Sequence[str]) -> str:
-    table = ["| config | rows |", "|---|---|", *(f"| `{c.name}` | {c.rows} |" for c in configs)]
-    facts = [
-        f"- benchmark: {job.benchmark}; languages: {', '.join(sorted(lang.code for lang in job.languages))}",
-        f"- source: {job.source_info.get('kind')}; snapshot date: {job.recipe['snapshot_date']}",
-        f"- query types: {', '.join(job.recipe['query_types'])}; query languages: "
-        f"{', '.join(job.recipe['query_languages'])}; top-k: {job.recipe['k']}",
-        f"- m4build {__version__}; the run's `manifest.json` records versions, counts and requests.",
-    ]
-    if empty_wikis:
-        facts.append(f"- searched but no article retrieved: {', '.join(subdomain(wiki) for wiki in empty_wikis)}")
-    example = next((c.name for c in configs if c.name not in ("default", "queries")), "default")
-    template = Template(data_path("hub_cards", "m4rag_corpus.md").read_text(encoding="utf-8"))
-    return template.substitute(
-        pretty_name=f"M4-RAG Wikipedia corpus for {PRETTY_NAMES[job.benchmark]}",
-        benchmark=PRETTY_NAMES[job.benchmark],
-        k=job.recipe["k"],
-        config_table="\n".join(table),
-        repo_hint="path/to/this/folder",
-        example_config=example,
-        build_facts="\n".join(facts),
-        source_datasets=", ".join(SOURCE_DATASETS[job.benchmark]),
-    )
 
 
 def package_versions() -> dict[str, str]:
