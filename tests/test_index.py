@@ -15,7 +15,7 @@ import pytest
 from index_support import copy_run, minilm_path, sample_corpus, tiny_e5
 
 import m4build
-from m4build.pipelines.index import IndexJob, build_index
+from m4build.retrieval.build import IndexJob, build_index
 from m4build.recipes import load_recipe
 
 MATRYOSHKA_PAGE = 331080

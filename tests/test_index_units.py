@@ -14,8 +14,8 @@ import pytest
 from index_support import copy_run, sample_corpus, tiny_e5
 
 from m4build.errors import InputFileError, UsageError
-from m4build.pipelines import index as index_pipeline
-from m4build.pipelines.index import IndexJob, build_index
+from m4build.retrieval import build as index_pipeline
+from m4build.retrieval.build import IndexJob, build_index
 from m4build.recipes import load_recipe
 from m4build.retrieval import load_index
 from m4build.retrieval.chunking import Chunker, ChunkSettings, embed_text, passage_id
