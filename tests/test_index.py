@@ -15,8 +15,8 @@ import pytest
 from index_support import copy_run, minilm_path, sample_corpus, tiny_e5
 
 import m4build
-from m4build.retrieval.build import IndexJob, build_index
 from m4build.recipes import load_recipe
+from m4build.retrieval.build import IndexJob, build_index
 
 MATRYOSHKA_PAGE = 331080
 

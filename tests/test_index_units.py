@@ -14,10 +14,10 @@ import pytest
 from index_support import copy_run, sample_corpus, tiny_e5
 
 from m4build.errors import InputFileError, UsageError
-from m4build.retrieval import build as index_pipeline
-from m4build.retrieval.build import IndexJob, build_index
 from m4build.recipes import load_recipe
+from m4build.retrieval import build as index_pipeline
 from m4build.retrieval import load_index
+from m4build.retrieval.build import IndexJob, build_index
 from m4build.retrieval.chunking import Chunker, ChunkSettings, embed_text, passage_id
 from m4build.retrieval.conventions import conventions_for, family_of
 from m4build.retrieval.dense import AnnSettings, build_faiss, load_embedder

@@ -12,9 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime, timezone
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -62,19 +64,35 @@ def atomic_write_json(path: Path, value: Any) -> None:
     atomic_write_text(path, json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
 
 
-def atomic_write_parquet(path: Path, table: pa.Table) -> None:
-    """Parquet written to a temp file in the same folder, then renamed into place."""
+def atomic_write_with(path: Path, write: Callable[[str], None]) -> None:
+    """Let ``write`` fill a temp file beside ``path`` (for libraries that want a file name), then rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
-        pq.write_table(table, tmp, compression="zstd")
+        write(tmp)
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_parquet(path: Path, table: pa.Table) -> None:
+    """Parquet written to a temp file in the same folder, then renamed into place."""
+    atomic_write_with(path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
+
+
+def package_versions(packages: Iterable[str]) -> dict[str, str]:
+    """Installed versions of ``packages`` (and Python), for manifests; missing ones are left out."""
+    versions = {"python": platform.python_version()}
+    for name in packages:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
 
 
 def _ends_mid_line(path: Path) -> bool:

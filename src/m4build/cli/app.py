@@ -14,8 +14,8 @@ from rich.console import Console
 
 from m4build import __version__
 from m4build.cli.corpus import corpus_command
-from m4build.cli.push import push_command
 from m4build.cli.index import index_command, search_command
+from m4build.cli.push import push_command
 from m4build.errors import ExitCode, M4BuildError
 
 try:  # Typer 0.2x vendors its own click; older Typer uses the click package

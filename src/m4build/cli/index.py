@@ -10,10 +10,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from m4build.errors import UsageError
-from m4build.retrieval.build import IndexJob, IndexResult, build_index
+from m4build.hub.load import load_index
 from m4build.progress import RichProgress
 from m4build.recipes import load_recipe
-from m4build.hub.load import load_index
+from m4build.retrieval.build import IndexJob, IndexResult, build_index
 from m4build.retrieval.searcher import MODES, Hit
 
 SNIPPET_CHARS = 120

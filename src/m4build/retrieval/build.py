@@ -13,12 +13,10 @@ dropped from the manifest and rebuilt; languages not asked for this time keep th
 
 from __future__ import annotations
 
-import platform
 import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +45,7 @@ from m4build.retrieval.manifest import (
     sha256_file,
     write_manifest,
 )
-from m4build.runs import RunFolder, atomic_write_parquet, stable_hash, utc_now
+from m4build.runs import RunFolder, atomic_write_parquet, package_versions, stable_hash, utc_now
 
 CORPUS_DIR = "data/corpus"
 SECTION_COLUMNS = [
@@ -170,16 +168,6 @@ def build_settings(
         "device": embedder.device,
         "search": dict(recipe.get("search", {})),
     }
-
-
-def _versions() -> dict[str, str]:
-    found = {"python": platform.python_version()}
-    for package in PACKAGES:
-        try:
-            found[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            continue
-    return found
 
 
 def starting_manifest(root: Path, fresh: dict[str, Any]) -> dict[str, Any]:
@@ -376,6 +364,6 @@ def fresh_manifest(job: IndexJob, embedder: Embedder) -> dict[str, Any]:
             **build_settings(job.recipe, ann, bm25, embedder),
             "recipe": job.recipe,
             "m4build_version": __version__,
-            "versions": _versions(),
+            "versions": package_versions(PACKAGES),
         },
     }

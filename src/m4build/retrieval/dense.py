@@ -27,8 +27,8 @@ import pyarrow as pa
 
 from m4build.errors import InputFileError, UsageError
 from m4build.retrieval.conventions import Conventions, conventions_for
-from m4build.retrieval.manifest import atomic_write_with, sha256_file
-from m4build.runs import atomic_write_bytes, atomic_write_parquet
+from m4build.retrieval.manifest import sha256_file
+from m4build.runs import atomic_write_bytes, atomic_write_parquet, atomic_write_with
 
 Advance = Callable[[int], None]
 PROGRESS_BATCHES = 8  # batches per progress update while embedding

@@ -73,21 +73,6 @@ def file_entry(root: Path, relative: str, kind: str, **extra: Any) -> dict[str, 
     }
 
 
-def atomic_write_with(path: Path, write: Callable[[str], None]) -> None:
-    """Let ``write`` fill a temp file beside ``path`` (libraries such as FAISS want a file name), then rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def replace_dir(target: Path, fill: Callable[[Path], None]) -> None:
     """Build a folder in a temp sibling, then swap it in, so a kill never leaves a half-written shard."""
     target.parent.mkdir(parents=True, exist_ok=True)

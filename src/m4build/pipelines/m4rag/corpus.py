@@ -9,12 +9,10 @@ finished folder re-assembles the same bytes and costs no request.
 from __future__ import annotations
 
 import json
-import platform
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +26,18 @@ from m4build.languages import Language
 from m4build.pipelines.m4rag.assemble import Assembled, assemble
 from m4build.pipelines.m4rag.fetch import FetchStep, final_fetch_table, pages_to_fetch
 from m4build.pipelines.m4rag.items import items_from_table, items_to_table, queries_to_table
-from m4build.pipelines.m4rag.queries import FormQueries, unique_keys
+from m4build.pipelines.m4rag.queries import FormQueries
 from m4build.pipelines.m4rag.search import SearchStep, final_search_table
 from m4build.progress import NullProgress, ProgressReporter
 from m4build.records import BenchmarkItem
-from m4build.runs import RunFolder, atomic_write_json, atomic_write_parquet, atomic_write_text, utc_now
+from m4build.runs import (
+    RunFolder,
+    atomic_write_json,
+    atomic_write_parquet,
+    atomic_write_text,
+    package_versions,
+    utc_now,
+)
 from m4build.sources.wikipedia import WikipediaSource
 from m4build.wikis import subdomain
 
@@ -206,16 +211,6 @@ def publish(job: CorpusJob, assembled: Assembled) -> list[ConfigFiles]:
     return all_configs
 
 
-def package_versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for name in PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return versions
-
-
 def summed(attempts: Sequence[Mapping[str, Any]], key: str) -> dict[str, int]:
     total: Counter[str] = Counter()
     for attempt in attempts:
@@ -237,7 +232,7 @@ def build_manifest(
         "recipe": dict(job.recipe),
         "settings": settings_of(job),
         "source": dict(job.source_info),
-        "versions": package_versions(),
+        "versions": package_versions(PACKAGES),
         "counts": dict(counts),
         "configs": {config.name: config.rows for config in configs},
         "requests": summed(attempts, "requests"),
