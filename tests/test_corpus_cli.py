@@ -268,3 +268,11 @@ def test_dump_source_builds_from_enterprise_records_with_no_request(tmp_path, fi
     lead = english.filter(lambda r: r["section_kind"] == "lead")[0]
     kinds = {(entry["query_type"], entry["query_lang"]) for entry in lead["retrieved_by"]}
     assert ("answer", "en") in kinds and ("answer", "ru_ru") not in kinds  # ruwiki has its own record
+
+
+def test_flag_mistakes_get_clicks_message_and_exit_2_without_a_traceback(tmp_path):
+    for args in (["corpus", "worldcuisines", "--k", "0"], ["search"], ["corpus", "cvqa", "--no-such-flag"]):
+        result = m4build(*args)
+        assert result.returncode == 2, args
+        assert "Traceback" not in result.stderr
+    assert "Invalid value for '--k'" in m4build("corpus", "worldcuisines", "--k", "0").stderr
