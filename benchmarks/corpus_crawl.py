@@ -1,6 +1,6 @@
 """Benchmark of the M4-RAG corpus crawl: requests per unique article, parse speed, items/s.
 
-Run:  python benchmarks/corpus_crawl.py [--items 1800] [--dishes 200] [--langs 9] [--pages 3000] [--delay 0.0]
+Run:  python benchmarks/corpus_crawl.py [--items 1800] [--dishes 200] [--templates 30] [--langs 9] [--pages 3000]
 
 1. Crawls synthetic benchmark items through the real pipeline (``build_corpus`` with the real
    mwclient-based ``MediaWikiApiSource``) against the loopback MediaWiki server of the tests, and
@@ -40,30 +40,40 @@ from m4build.text.sections import parse_sections  # noqa: E402
 LANGS = ["ja_formal", "fr", "zh_cn", "ar", "es", "ko_formal", "th", "id_formal", "ru_formal"]
 
 
-def synthetic_items(pages_by_wiki: dict[str, list], languages, n_items: int, n_dishes: int, seed: int = 7):
+def _lead_words(page, count: int = 6) -> str:
+    return " ".join(page.html.split("<p>")[2].split()[:count])
+
+
+def synthetic_items(
+    pages_by_wiki: dict[str, list], languages, n_items: int, n_dishes: int, n_templates: int, seed: int = 7
+):
     """Items that ask about ``n_dishes`` dishes in several languages, as WorldCuisines does.
 
-    A dish is a synthetic article (the same title in every wiki); its question words are taken from
-    the article's text, so that searches have real hits of varying overlap.
+    A dish is a synthetic article (the same title in every wiki). Questions come from
+    ``n_templates`` question templates per language, as WorldCuisines' do (its question prompts,
+    e.g. "What is this dish called?", name no dish); a template's words are taken from an article
+    that is not a dish, so that question searches have real hits of their own.
     """
     rng = random.Random(seed)
     english = pages_by_wiki["enwiki"]
-    dishes = rng.sample(range(len(english)), n_dishes)
+    picked = rng.sample(range(len(english)), n_dishes + n_templates)
+    dishes, templates = picked[:n_dishes], picked[n_dishes:]
     items = []
     for number in range(n_items):
         dish = dishes[number % n_dishes]
+        template = templates[number % n_templates]
         language = languages[(number // n_dishes) % len(languages)]
         native = pages_by_wiki[language.dbname][dish]
-        words = english[dish].html.split("<p>")[2].split()[:6]
-        native_words = native.html.split("<p>")[2].split()[:6]
+        words = _lead_words(english[template])
+        native_words = _lead_words(pages_by_wiki[language.dbname][template])
         items.append(
             BenchmarkItem(
                 benchmark="worldcuisines",
                 item_id=f"synthetic/{number:05d}/{language.code}",
                 lang=language.code,
-                question=" ".join(native_words),
+                question=native_words,
                 answer=native.title,
-                question_en=" ".join(words),
+                question_en=words,
                 answer_en=english[dish].title,
                 domain_en="cuisine",
                 domain="cuisine",
@@ -79,13 +89,13 @@ def serve(wikis: list[str], n_pages: int, delay: float, urls: multiprocessing.Qu
         stop.wait()
 
 
-def crawl(n_items: int, n_dishes: int, n_langs: int, n_pages: int, delay: float) -> dict:
+def crawl(n_items: int, n_dishes: int, n_templates: int, n_langs: int, n_pages: int, delay: float) -> dict:
     languages = load_languages().resolve("worldcuisines", LANGS[:n_langs])
     wikis = ["enwiki", *sorted({language.dbname for language in languages})]
     pages_by_wiki: dict[str, list] = {}
     for page in synthetic_pages(n_pages, wikis=wikis, seed=3):
         pages_by_wiki.setdefault(page.wiki, []).append(page)
-    items = synthetic_items(pages_by_wiki, languages, n_items, n_dishes)
+    items = synthetic_items(pages_by_wiki, languages, n_items, n_dishes, n_templates)
     recipe = load_recipe("m4rag")
     urls: multiprocessing.Queue = multiprocessing.Queue()
     stop = multiprocessing.Event()
@@ -149,12 +159,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=1800)
     parser.add_argument("--dishes", type=int, default=200)
+    parser.add_argument("--templates", type=int, default=30, help="question templates per language")
     parser.add_argument("--langs", type=int, default=9, help=f"languages besides English, at most {len(LANGS)}")
     parser.add_argument("--pages", type=int, default=3000, help="synthetic articles per wiki")
     parser.add_argument("--delay", type=float, default=0.0, help="server latency per request, seconds")
     args = parser.parse_args()
 
-    crawl_figures = crawl(args.items, args.dishes, args.langs, args.pages, args.delay)
+    crawl_figures = crawl(args.items, args.dishes, args.templates, args.langs, args.pages, args.delay)
     print("crawl (synthetic items against the loopback MediaWiki server)")
     for key, value in crawl_figures.items():
         print(f"  {key:36s} {value:.3f}" if isinstance(value, float) else f"  {key:36s} {value}")
