@@ -90,7 +90,7 @@ def pages_for_sample_queries(langs: str, per_query: int = 3) -> list[WikiPage]:
     items = load_items("worldcuisines", [lang.code for lang in languages], source="sample")
     former = FormQueries({lang.code: lang.dbname for lang in languages})
     pages, next_id = [], {}
-    for wiki, text in unique_keys(former.run(items)):
+    for wiki, text in unique_keys(query.key for query in former.run(items)):
         for j in range(per_query):
             page_id = next_id[wiki] = next_id.get(wiki, 0) + 1
             html = (

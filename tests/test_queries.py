@@ -57,7 +57,7 @@ def test_english_items_are_searched_once_per_type():
 
 def test_identical_texts_on_one_wiki_are_one_search():
     queries = list(FormQueries(WIKIS).run([SUSHI_JA, SUSHI_EN]))
-    keys = unique_keys(queries)
+    keys = unique_keys(query.key for query in queries)
     assert len(queries) == 9
     assert len(keys) == 6  # the English side of both items is the same three searches
     assert keys == sorted(keys)

@@ -9,9 +9,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from m4build.cli.options import comma_list
 from m4build.errors import UsageError
 from m4build.languages import Language, load_languages
 from m4build.pipelines.m4rag.corpus import CorpusJob, CorpusResult, build_corpus
+from m4build.pipelines.m4rag.queries import former_for, unique_keys
 from m4build.progress import RichProgress
 from m4build.recipes import load_recipe, with_overrides
 from m4build.runs import RunFolder
@@ -20,9 +22,6 @@ from m4build.sources.wikipedia.factory import open_source
 
 SOURCES = ("api", "dump", "sample")
 
-
-def _csv(value: str | None) -> list[str] | None:
-    return [part.strip() for part in value.split(",") if part.strip()] if value else None
 
 
 def corpus_command(
@@ -58,8 +57,8 @@ def corpus_command(
         {
             "source": source,
             "k": k,
-            "query_types": _csv(query_types),
-            "query_languages": _csv(query_languages),
+            "query_types": comma_list(query_types),
+            "query_languages": comma_list(query_languages),
             "contact": contact,
         },
     )
@@ -137,16 +136,8 @@ def default_workers(kind: str, recipe: dict, languages: list[Language]) -> int:
 
 
 def print_plan(console: Console, benchmark: str, languages: list[Language], items: list, recipe: dict) -> None:
-    from m4build.pipelines.m4rag.queries import FormQueries, unique_keys
-
-    former = FormQueries(
-        wiki_of={language.code: language.dbname for language in languages},
-        query_types=recipe["query_types"],
-        query_languages=recipe["query_languages"],
-        max_chars=int(recipe["max_query_chars"]),
-    )
-    queries = list(former.run(items))
-    keys = unique_keys(queries)
+    queries = list(former_for(languages, recipe).run(items))
+    keys = unique_keys(query.key for query in queries)
     table = Table(title=f"Plan for {benchmark} (dry run: nothing fetched)")
     table.add_column("wiki")
     table.add_column("queries", justify="right")

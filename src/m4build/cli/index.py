@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from m4build.cli.options import comma_list
 from m4build.errors import UsageError
 from m4build.hub.load import load_index
 from m4build.progress import RichProgress
@@ -18,9 +19,6 @@ from m4build.retrieval.searcher import MODES, Hit
 
 SNIPPET_CHARS = 120
 
-
-def _csv(value: str | None) -> list[str] | None:
-    return [part.strip() for part in value.split(",") if part.strip()] if value else None
 
 
 def index_command(
@@ -49,7 +47,7 @@ def index_command(
         recipe["dense"]["model"] = model
     if batch_size is not None:
         recipe["dense"]["batch_size"] = batch_size
-    job = IndexJob(run=run, recipe=recipe, languages=_csv(lang), dense=not no_dense, bm25=not no_bm25)
+    job = IndexJob(run=run, recipe=recipe, languages=comma_list(lang), dense=not no_dense, bm25=not no_bm25)
     result = build_index(job, RichProgress())
     print_index_summary(Console(), result)
 

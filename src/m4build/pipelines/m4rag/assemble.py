@@ -85,9 +85,12 @@ def _hits_by_key(search: pa.Table) -> dict[tuple[str, str], list[tuple[int, int]
     return hits
 
 
-def provenance(queries: pa.Table, search: pa.Table) -> dict[tuple[str, int], list[dict]]:
+Hits = Mapping[tuple[str, str], list[tuple[int, int]]]
+"""(wiki, query text) -> [(rank, page id)] of a successful search."""
+
+
+def provenance(queries: pa.Table, hits: Hits) -> dict[tuple[str, int], list[dict]]:
     """(wiki, page id) -> every (item, query type, query language, rank) that retrieved it, sorted."""
-    hits = _hits_by_key(search)
     found: dict[tuple[str, int], list[dict]] = defaultdict(list)
     for item_id, query_type, query_lang, wiki, text in zip(
         *(queries[name].to_pylist() for name in ("item_id", "query_type", "query_lang", "wiki", "text"))
@@ -101,9 +104,8 @@ def provenance(queries: pa.Table, search: pa.Table) -> dict[tuple[str, int], lis
     return found
 
 
-def query_table(queries: pa.Table, search: pa.Table) -> pa.Table:
+def query_table(queries: pa.Table, search: pa.Table, hits: Hits) -> pa.Table:
     """One row per formed query with its ranked hits, so evaluations can join items to passages."""
-    hits = _hits_by_key(search)
     failed = search.filter(pc.equal(search["status"], "failed"))
     failed_keys = set(zip(failed["wiki"].to_pylist(), failed["text"].to_pylist()))
     rows = []
@@ -162,7 +164,8 @@ def corpus_record(
 
 def assemble(queries: pa.Table, search: pa.Table, fetched: pa.Table) -> Assembled:
     """Build the final records: dedup sections by normalised text, attach provenance, split by wiki."""
-    retrieved_by = provenance(queries, search)
+    hits = _hits_by_key(search)
+    retrieved_by = provenance(queries, hits)
     qids = wikidata_ids(search)
     sections = fetched.filter(pc.equal(fetched["status"], "ok"))
     seen_hashes: set[str] = set()
@@ -185,7 +188,7 @@ def assemble(queries: pa.Table, search: pa.Table, fetched: pa.Table) -> Assemble
     empty = fetched.filter(pc.equal(fetched["status"], "empty")).num_rows
     return Assembled(
         by_wiki=by_wiki,
-        queries=query_table(queries, search),
+        queries=query_table(queries, search, hits),
         wikis_without_articles=sorted(searched - set(by_wiki)),
         duplicate_sections=duplicates,
         empty_articles=empty,

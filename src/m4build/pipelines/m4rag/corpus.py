@@ -26,7 +26,7 @@ from m4build.languages import Language
 from m4build.pipelines.m4rag.assemble import Assembled, assemble
 from m4build.pipelines.m4rag.fetch import FetchStep, final_fetch_table, pages_to_fetch
 from m4build.pipelines.m4rag.items import items_from_table, items_to_table, queries_to_table
-from m4build.pipelines.m4rag.queries import FormQueries
+from m4build.pipelines.m4rag.queries import former_for, unique_keys
 from m4build.pipelines.m4rag.search import SearchStep, final_search_table
 from m4build.progress import NullProgress, ProgressReporter
 from m4build.records import BenchmarkItem
@@ -107,13 +107,7 @@ def frozen_queries(job: CorpusJob, items: Sequence[BenchmarkItem]) -> pa.Table:
     path = job.run.state_dir / "queries.parquet"
     if path.exists():
         return pq.read_table(path)
-    former = FormQueries(
-        wiki_of={language.code: language.dbname for language in job.languages},
-        query_types=job.recipe["query_types"],
-        query_languages=job.recipe["query_languages"],
-        max_chars=int(job.recipe["max_query_chars"]),
-    )
-    table = queries_to_table(list(former.run(items)))
+    table = queries_to_table(list(former_for(job.languages, job.recipe).run(items)))
     atomic_write_parquet(path, table)
     return table
 
@@ -129,7 +123,7 @@ def build_corpus(job: CorpusJob, progress: ProgressReporter | None = None) -> Co
 
     items, skipped = frozen_items(job)
     queries = frozen_queries(job, items)
-    keys = unique_keys_of(queries)
+    keys = unique_keys(zip(queries["wiki"].to_pylist(), queries["text"].to_pylist()))
 
     search_step = SearchStep(
         job.source, run, k=int(job.recipe["k"]), unit_size=int(job.recipe["search_unit_size"]), workers=job.workers
@@ -183,10 +177,6 @@ def build_corpus(job: CorpusJob, progress: ProgressReporter | None = None) -> Co
         failures=failures,
         manifest=manifest,
     )
-
-
-def unique_keys_of(queries: pa.Table) -> list[tuple[str, str]]:
-    return sorted(set(zip(queries["wiki"].to_pylist(), queries["text"].to_pylist())))
 
 
 def publish(job: CorpusJob, assembled: Assembled) -> list[ConfigFiles]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from m4build.errors import UsageError
 from m4build.records import BenchmarkItem, Query
@@ -110,6 +111,16 @@ class FormQueries:
                 yield Query(item.item_id, query_type, query_lang, wiki, text)
 
 
-def unique_keys(queries: Iterable[Query]) -> list[tuple[str, str]]:
+def former_for(languages: Iterable, recipe: Mapping[str, Any]) -> FormQueries:
+    """The query former a recipe asks for, over the selected benchmark languages."""
+    return FormQueries(
+        wiki_of={language.code: language.dbname for language in languages},
+        query_types=recipe["query_types"],
+        query_languages=recipe["query_languages"],
+        max_chars=int(recipe["max_query_chars"]),
+    )
+
+
+def unique_keys(keys: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """The distinct (wiki, text) pairs to search, sorted so that work units are deterministic."""
-    return sorted({query.key for query in queries})
+    return sorted(set(keys))
