@@ -18,11 +18,12 @@ import pytest
 from servers.mediawiki import Fault, MediaWikiServer, WikiPage, load_fixture_pages, synthetic_pages
 
 import m4build
+from m4build.backoff import Backoff, retry_after_seconds
 from m4build.errors import ConfigError
 from m4build.records import Article, FetchFailure, PageRef
 from m4build.sources.wikipedia.api import MediaWikiApiSource
 from m4build.sources.wikipedia.base import SearchFailed, WikipediaSource
-from m4build.sources.wikipedia.politeness import Backoff, build_user_agent, retry_after_seconds
+from m4build.sources.wikipedia.politeness import build_user_agent
 from m4build.wikis import article_url
 
 UA = "m4build-tests/0.1 (m4build-tests@example.org) mwclient/0.11.0"

@@ -38,10 +38,10 @@ import mwclient.errors
 import requests
 from requests.adapters import HTTPAdapter
 
+from m4build.backoff import Backoff, retry_after_seconds
 from m4build.errors import ConfigError
 from m4build.records import Article, FetchFailure, PageHit, PageRef
 from m4build.sources.wikipedia.base import SearchFailed, SourceStats
-from m4build.sources.wikipedia.politeness import Backoff, retry_after_seconds
 from m4build.wikis import article_url, subdomain
 
 log = logging.getLogger(__name__)
