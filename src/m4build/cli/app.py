@@ -14,6 +14,7 @@ from rich.console import Console
 
 from m4build import __version__
 from m4build.cli.corpus import corpus_command
+from m4build.cli.generate import generate_command
 from m4build.cli.index import index_command, search_command
 from m4build.cli.push import push_command
 from m4build.errors import ExitCode, M4BuildError
@@ -34,6 +35,7 @@ app.command("corpus", no_args_is_help=True)(corpus_command)
 app.command("push", no_args_is_help=True)(push_command)
 app.command("index", no_args_is_help=True)(index_command)
 app.command("search", no_args_is_help=True)(search_command)
+app.command("generate", no_args_is_help=True)(generate_command)
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,1 @@
+"""One interface over OpenAI, Gemini and OpenAI-compatible servers."""

@@ -1,0 +1,1 @@
+"""Adapters from m4build's chat request to each provider's SDK."""

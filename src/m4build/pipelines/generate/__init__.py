@@ -1,0 +1,1 @@
+"""``m4build generate``: one prompt over many rows, through the model layer."""
