@@ -1,0 +1,1 @@
+"""The metrics of the five benchmark families, each with its reference behaviour documented."""
