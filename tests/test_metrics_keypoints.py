@@ -114,3 +114,32 @@ def test_bad_judgements_are_reported_together() -> None:
     assert "(ground-truth index, response index)" in message  # the hint
     with pytest.raises(MetricInputError, match="empty judgement lists"):
         keypoint_scores([])
+
+
+# -- the judge, through m4build.llm against a loopback server --------------------------------------
+def test_the_llm_judge_fills_judgements_that_score_and_reports_impossible_matches(tmp_path):
+    from m4build.llm.cache import ResponseCache
+    from m4build.llm.config import ModelConfig
+    from m4build.llm.model import LanguageModel
+    from m4build.metrics.keypoint_judge import KeypointItem, judge_keypoints
+    from tests.servers.chat import ChatServer, Script, answer
+
+    full = '{"response_keypoints": ["Sales rose 5% in 2020.", "Costs fell."], "matches": [{"ground_truth": 1, "response": 1}, {"ground_truth": 2, "response": 2}]}'
+    half = '{"response_keypoints": ["Sales rose 5% in 2020."], "matches": [{"ground_truth": 1, "response": 1}]}'
+    wrong = '{"response_keypoints": ["x"], "matches": [{"ground_truth": 3, "response": 1}]}'
+    script = Script({"answer A": [answer(full)], "answer B": [answer(half)], "answer C": [answer(wrong)]})
+    keypoints = ("Sales rose 5% in 2020.", "Costs fell in 2020.")
+    items = [
+        KeypointItem(name, "What changed in 2020?", "Sales rose, costs fell.", keypoints, f"answer {name}")
+        for name in ("A", "B", "C")
+    ]
+    with ChatServer(script) as server:
+        config = ModelConfig("openai-compatible", "judge", base_url=server.openai_url)
+        model = LanguageModel.open(config, cache=ResponseCache(tmp_path / "c.sqlite"), environ={})
+        judged = judge_keypoints(model, items)
+    assert [j.item_id for j in judged.judgements] == ["A", "B"]
+    assert judged.failures[0][0] == "C" and "do not exist" in judged.failures[0][1]
+    assert judged.provenance["prompt"] == "charge/keypoint_judge"
+    scores = keypoint_scores(judged.judgements)
+    # A: 2 of 2 matched one-to-one, equal counts -> correct, coverage 1; B: 1 of 2 -> coverage 0.5
+    assert scores.correctness == 0.5 and scores.coverage == 0.75
