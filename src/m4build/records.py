@@ -96,8 +96,25 @@ class Section:
 
 
 @dataclass(frozen=True)
+class MultipleChoice:
+    """What a multiple-choice evaluation needs of an item beyond what query formation uses."""
+
+    options: tuple[str, ...]  # in the item's language, in the benchmark's order
+    answer_index: int  # 0-based position of the right option
+    options_en: tuple[str, ...] = ()  # the English options, where the benchmark gives them
+    image_url: str | None = None
+    image: bytes | None = field(default=None, repr=False)  # the encoded image, where the rows embed it
+    oracle_context: str | None = None  # English text that answers the question (WorldCuisines: food-kb)
+
+    @property
+    def answer_option(self) -> int:
+        """The 1-based option number, as prompts print it."""
+        return self.answer_index + 1
+
+
+@dataclass(frozen=True)
 class BenchmarkItem:
-    """One VQA item of a benchmark, reduced to what query formation needs."""
+    """One VQA item of a benchmark: what query formation needs, and the choice part for evaluation."""
 
     benchmark: str  # "worldcuisines" or "cvqa"
     item_id: str
@@ -109,6 +126,7 @@ class BenchmarkItem:
     domain_en: str | None = None  # culture term, e.g. "Japanese cuisine"
     domain: str | None = None  # the same term in the item's language
     extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    choice: MultipleChoice | None = field(default=None, compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True)

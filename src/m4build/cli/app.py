@@ -14,6 +14,7 @@ from rich.console import Console
 
 from m4build import __version__
 from m4build.cli.corpus import corpus_command
+from m4build.cli.eval import eval_app
 from m4build.cli.generate import generate_command
 from m4build.cli.index import index_command, search_command
 from m4build.cli.push import push_command
@@ -36,6 +37,7 @@ app.command("push", no_args_is_help=True)(push_command)
 app.command("index", no_args_is_help=True)(index_command)
 app.command("search", no_args_is_help=True)(search_command)
 app.command("generate", no_args_is_help=True)(generate_command)
+app.add_typer(eval_app)
 
 
 def _version(value: bool) -> None:

@@ -57,6 +57,22 @@ def resolve_index_folder(index: str, lang: str | None, *, revision: str | None =
     return snapshot
 
 
+def index_info(index: str | Path, *, revision: str | None = None) -> dict[str, Any]:
+    """The index manifest of a local folder or a Hub repo (only the manifest is downloaded).
+
+    Evaluations read it to know which languages have shards before loading any, and hash it so a
+    rebuilt index makes a new evaluation run.
+    """
+    local = Path(index).expanduser()
+    if local.is_dir():
+        root = searcher.locate_index(local)
+        return parse_index_manifest(root / INDEX_MANIFEST, str(root))
+    if not looks_like_repo_id(str(index)):
+        resolve_index_folder(str(index), None, revision=revision)  # raises the clear error
+    origin = f"{index}@{revision}" if revision else str(index)
+    return read_repo_manifest(download(str(index), [INDEX_MANIFEST], revision), origin)
+
+
 def looks_like_repo_id(text: str) -> bool:
     """``org/name`` with Hub-legal characters; anything else can only have been meant as a path."""
     parts = text.split("/")

@@ -137,17 +137,22 @@ class LanguageModel:
         *,
         cache: ResponseCache | None = None,
         max_cost_usd: float | None = None,
+        budget: Budget | None = None,
         meter: UsageMeter | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> LanguageModel:
-        """A model ready to call: key checked, client made, price found. Fails before any work."""
+        """A model ready to call: key checked, client made, price found. Fails before any work.
+
+        Several models of one run share one ``budget`` (``--max-cost`` is for the whole run);
+        without one, ``max_cost_usd`` makes this model's own.
+        """
         api_key = resolve_api_key(config, environ)
         return cls(
             config,
             make_client(config, api_key),
             cache=cache,
             prices=prices_for(config),
-            budget=Budget(max_cost_usd),
+            budget=budget or Budget(max_cost_usd),
             meter=meter,
         )
 

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from m4build.errors import InputFileError, UsageError
-from m4build.records import BenchmarkItem
+from m4build.records import BenchmarkItem, MultipleChoice
 from m4build.resources import data_path
 from m4build.sources.benchmarks import (
     LoadedItems,
@@ -57,6 +57,7 @@ PROVENANCE = {
     "License": "license",
 }
 HIDDEN_LABEL = -1  # what the public test split puts in `Label`
+IMAGE = "image"
 
 SubsetKey = tuple[str, str]
 
@@ -130,12 +131,14 @@ def load_cvqa(
     limit_per_lang: int | None = None,
     dataset: str = CVQA_DATASET,
     split: str = "test",
+    images: bool = False,
 ) -> LoadedItems:
     """CVQA items for ``langs`` (see ``m4build.sources.benchmarks.load_items``).
 
     ``subset_codes`` maps a parsed ``Subset`` (language, country) to a benchmark language code,
     e.g. ``{("Spanish", "Mexico"): "es_mx"}``; it is matched case-, space- and
     underscore-insensitively. Rows of a subset it lacks are reported as skipped ("unknown-subset").
+    ``images`` keeps each row's encoded image (for evaluation); corpus building never needs it.
     """
     if not subset_codes:
         raise UsageError(
@@ -147,7 +150,7 @@ def load_cvqa(
     requested = set(langs)
     terms = packaged_terms()
     items, skipped = [], []
-    for row in _rows(resolve_source(source), dataset, split):
+    for row in _rows(resolve_source(source), dataset, split, images):
         result = _item(row, codes, terms)
         if isinstance(result, SkippedItem):
             skipped.append(result)
@@ -156,13 +159,18 @@ def load_cvqa(
     return finish(items, skipped, langs, limit_per_lang)
 
 
-def _rows(source: str | list[Path], dataset: str, split: str) -> Iterator[Row]:
+def _rows(source: str | list[Path], dataset: str, split: str, images: bool = False) -> Iterator[Row]:
     if source == "sample":
         yield from read_table(data_path("corpora", "sample", BENCHMARK, "cvqa.jsonl"))
     elif source == "hub":
-        yield from dataset_rows(
-            load_hub_dataset(dataset, None, split), f"{dataset} ({split})", REQUIRED, tuple(PROVENANCE)
-        )
+        loaded = load_hub_dataset(dataset, None, split)
+        kept = tuple(PROVENANCE)
+        if images and IMAGE in loaded.column_names:
+            from datasets import Image
+
+            loaded = loaded.cast_column(IMAGE, Image(decode=False))  # encoded bytes, never decoded here
+            kept += (IMAGE,)
+        yield from dataset_rows(loaded, f"{dataset} ({split})", REQUIRED, kept)
     else:
         for path in input_files(source):
             yield from read_table(path)
@@ -202,7 +210,20 @@ def _item(row: Row, codes: Mapping[SubsetKey, str], terms: CultureTerms) -> Benc
         domain_en=term.domain_en,
         domain=term.domain,
         extra=_extra(data, cvqa_id, language, country),
+        choice=MultipleChoice(
+            options=tuple(options),
+            answer_index=label,
+            options_en=tuple(translated),
+            image=_image_bytes(data.get(IMAGE)),
+        ),
     )
+
+
+def _image_bytes(value: Any) -> bytes | None:
+    """The encoded image of a row: ``{"bytes": ...}`` as datasets stores it, or bytes as they are."""
+    if isinstance(value, dict):
+        value = value.get("bytes")
+    return bytes(value) if isinstance(value, (bytes, bytearray)) and value else None
 
 
 def _label(value: Any, origin: str) -> int:

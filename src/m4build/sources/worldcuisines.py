@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from m4build.errors import InputFileError, UsageError
-from m4build.records import BenchmarkItem
+from m4build.records import BenchmarkItem, MultipleChoice
 from m4build.resources import data_path
 from m4build.sources.benchmarks import (
     LoadedItems,
@@ -67,6 +67,8 @@ PROMPT_LAYOUT = ("qa_id", "lang", "food_id", "multi_choice_prompt", "multi_choic
 QUESTION_LAYOUT = ("qa_id", "lang", "food_id", "question", "options", "mcq_answer_index")
 PROVENANCE = ("prompt_id", "prompt_type", "lang_status")  # kept in `extra` when present
 FOOD_KB_COLUMNS = ("Name", "Cuisines")
+FOOD_KB_DESCRIPTION = "Text Description"  # M4-RAG's oracle context for WorldCuisines
+IMAGE_URL = "image_url"
 
 # The repository's `task` column reads e.g. "small_task1": the split and the task in one word.
 _TASK_FIELD = re.compile(r"(small|large|train)_(task[12])")
@@ -112,6 +114,9 @@ class VqaRecord:
     answer: str
     origin: str
     extra: dict[str, str] = field(default_factory=dict)
+    options: tuple[str, ...] = ()
+    answer_index: int = 0
+    image_url: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -150,6 +155,9 @@ def vqa_record(row: Row, task: str | None, split: str) -> VqaRecord:
         answer=options[index],
         origin=row.origin,
         extra={name: text(data[name]) for name in PROVENANCE if text(data.get(name))},
+        options=tuple(options),
+        answer_index=index,
+        image_url=text(data.get(IMAGE_URL)) or None,
     )
 
 
@@ -183,6 +191,7 @@ def _task_and_split(data: Mapping[str, Any], task: str | None, split: str, origi
 class Food:
     name: str
     cuisine: str | None  # first entry of `Cuisines`, in English
+    description: str | None = None  # `Text Description`, in English
 
 
 def food_index(rows: Iterable[Row]) -> dict[str, Food]:
@@ -195,7 +204,11 @@ def food_index(rows: Iterable[Row]) -> dict[str, Food]:
     for position, row in enumerate(rows):
         require_columns(row.data.keys(), FOOD_KB_COLUMNS, row.origin)
         food_id = text(row.data.get("food_id")) or str(position)
-        index[food_id] = Food(text(row.data["Name"]), first_cuisine(row.data["Cuisines"], row.origin))
+        index[food_id] = Food(
+            text(row.data["Name"]),
+            first_cuisine(row.data["Cuisines"], row.origin),
+            text(row.data.get(FOOD_KB_DESCRIPTION)) or None,
+        )
     return index
 
 
@@ -397,6 +410,13 @@ def _item(
         domain_en=terms.english(cuisine) if cuisine else None,
         domain=terms.native(record.lang, cuisine) if cuisine else None,
         extra=extra,
+        choice=MultipleChoice(
+            options=record.options,
+            answer_index=record.answer_index,
+            options_en=english.options if english else (),
+            image_url=record.image_url,
+            oracle_context=food.description if food else None,
+        ),
     )
 
 
@@ -432,7 +452,7 @@ def _inputs(
 def _hub_vqa_rows(dataset: str, task: str, split: str) -> Iterator[Row]:
     loaded = load_hub_dataset(dataset, task, split)
     layout = PROMPT_LAYOUT if "multi_choice_prompt" in loaded.column_names else QUESTION_LAYOUT
-    return dataset_rows(loaded, f"{dataset} ({task}, {split})", layout, PROVENANCE)
+    return dataset_rows(loaded, f"{dataset} ({task}, {split})", layout, (*PROVENANCE, IMAGE_URL))
 
 
 def _kb_rows(source: str | list[Path], dataset: str) -> list[Row]:
@@ -442,7 +462,7 @@ def _kb_rows(source: str | list[Path], dataset: str) -> list[Row]:
         loaded = load_hub_dataset(dataset)
         # The food-kb card names its only split "main"; take whichever single split there is.
         split = "main" if "main" in loaded else next(iter(loaded))
-        return list(dataset_rows(loaded[split], f"{dataset} ({split})", FOOD_KB_COLUMNS, ("food_id",)))
+        return list(dataset_rows(loaded[split], f"{dataset} ({split})", FOOD_KB_COLUMNS, ("food_id", FOOD_KB_DESCRIPTION)))
     return [row for path in input_files(source) for row in read_table(path)]
 
 
