@@ -98,3 +98,37 @@ def tiny_e5(base: Path, name: str = "e5-tiny") -> Path:
     pooling = Pooling(transformer.get_embedding_dimension(), "mean")
     SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(folder))
     return folder
+
+
+def tiny_clip(folder: Path, seed: int, window: int = 24) -> Path:
+    """A 2-layer CLIP (hidden 32, 32-pixel images in 8-pixel patches, ``window`` text positions) with
+    MiniLM's tokenizer, randomly initialised from a config: nothing is downloaded.
+
+    CLIP pools the text at the first ``eos_token_id``, so that id is BERT's [SEP], which the tokenizer
+    puts last, after truncation too.
+    """
+    import torch
+    from transformers import AutoTokenizer, CLIPConfig, CLIPImageProcessor, CLIPModel
+
+    tokenizer = AutoTokenizer.from_pretrained(minilm_path())
+    tower = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2}
+    config = CLIPConfig(
+        text_config={
+            **tower,
+            "vocab_size": tokenizer.vocab_size,
+            "max_position_embeddings": window,
+            "pad_token_id": tokenizer.pad_token_id,
+            "bos_token_id": tokenizer.cls_token_id,
+            "eos_token_id": tokenizer.sep_token_id,
+        },
+        vision_config={**tower, "image_size": 32, "patch_size": 8},
+        projection_dim=16,
+    )
+    torch.manual_seed(seed)
+    shutil.rmtree(folder, ignore_errors=True)
+    CLIPModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(
+        folder
+    )
+    return folder

@@ -19,7 +19,7 @@ from m4build.cli.app import app
 from m4build.errors import InputFileError, UsageError
 from m4build.eval.m4rag.images import file_name
 from m4build.eval.m4rag.items import load_eval_items
-from tests.index_support import minilm_path, sample_corpus
+from tests.index_support import minilm_path, sample_corpus, tiny_clip
 from tests.servers.chat import ChatCall, ChatServer, Reply, answer
 
 pytestmark = pytest.mark.slow
@@ -144,6 +144,22 @@ def test_an_identical_run_is_reused_and_a_changed_one_is_not(full_run, workspace
     folders = sorted(p.name for p in (workspace / "run").glob("text-rag-oracle-query-*"))
     assert len(folders) == 2  # k changed: a new folder beside the old one
     assert asked and all("### Context" in call.first_user_text or "expert evaluator" in call.first_user_text for call in asked)
+
+
+def test_mm_rag_retrieves_with_image_and_question_from_a_multimodal_shard(workspace):
+    clip = tiny_clip(workspace / "clip", seed=0)
+    with ChatServer(vlm) as server:
+        scores = evaluate(workspace, server, "mm", "--setting", "no-rag,mm-rag", "--mm-encoder", str(clip))
+        evaluate(workspace, server, "mm", "--setting", "no-rag,mm-rag", "--mm-encoder", str(clip))
+        assert len(server.answered()) == 2 * len(ITEMS)  # the rerun reused both settings
+    rows = [r for r in pq.read_table(workspace / "mm" / "predictions.parquet").to_pylist() if r["setting"] == "mm-rag"]
+    assert len(rows) == len(ITEMS) and all(r["passage_ranks"] == [1, 2, 3, 4, 5] for r in rows)
+    shards = {p.parent.name for p in (workspace / "sample-corpus" / "indexes" / "multimodal").glob("*/*/manifest.json")}
+    assert shards == {"en", "zh"}
+    # the scripted VLM is right in English and wrong in Chinese whenever it is given passages
+    assert scores["settings"]["mm-rag"]["accuracy"]["micro"] == 0.5
+    manifest = json.loads(next((workspace / "mm").glob("mm-rag-*/manifest.json")).read_text())
+    assert manifest["multimodal"]["encoder"]["model"] == str(clip)
 
 
 def test_kill_and_rerun_evaluates_no_item_twice(workspace):

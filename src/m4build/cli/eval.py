@@ -127,7 +127,7 @@ def m4rag_command(
         index=corpus,
         k=k or int(recipe["k"]),
         retrieval_mode=retrieval_mode or recipe["retrieval_mode"],
-        multimodal=_multimodal(corpus, mm_encoder or recipe["multimodal_encoder"], out, k or int(recipe["k"])) if needs_mm else None,
+        multimodal=_multimodal(corpus, mm_encoder or recipe["multimodal_encoder"], k or int(recipe["k"])) if needs_mm else None,
     )
     progress = RichProgress()
     runs = run_evaluation(job, progress)
@@ -149,10 +149,11 @@ def _companion(
     return ModelConfig.from_mapping(settings)
 
 
-def _multimodal(corpus: str | None, encoder: str, out: Path, k: int) -> Any:
+def _multimodal(corpus: str | None, encoder: str, k: int) -> Any:
+    """Imported here: torch and transformers load only when mm-rag is asked for."""
     from m4build.eval.m4rag.multimodal import open_multimodal_retriever
 
-    return open_multimodal_retriever(corpus, encoder, out / "mm-index", k=k)
+    return open_multimodal_retriever(corpus, encoder, k=k)
 
 
 def print_summary(console: Console, scores: dict[str, Any], out: Path) -> None:

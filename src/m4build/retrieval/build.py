@@ -27,7 +27,7 @@ from m4build import __version__
 from m4build.errors import InputFileError, UsageError
 from m4build.progress import NullProgress, ProgressReporter
 from m4build.retrieval.bm25 import Bm25Settings, write_bm25_shard
-from m4build.retrieval.chunking import Chunker, ChunkSettings, embed_text, passages_table
+from m4build.retrieval.chunking import Chunker, ChunkSettings, embed_texts, passages_table
 from m4build.retrieval.dense import AnnSettings, Embedder, embed_in_parts, load_embedder, write_dense_shard
 from m4build.retrieval.manifest import (
     FORMAT,
@@ -267,11 +267,12 @@ class IndexBuilder:
         if passages.num_rows == 0 or self._finished("embed", lang, entries_under(entry["files"], folder)):
             return
         dense = self.job.recipe["dense"]
-        parts = self.root / "state" / "index" / "embeddings" / f"{self.slug}-{self._parts_key(entry)}" / lang
+        parts_key = self._parts_key(entry, int(dense["checkpoint_every"]))
+        parts = self.root / "state" / "index" / "embeddings" / f"{self.slug}-{parts_key}" / lang
         with self.progress.task(f"embed {lang}", total=passages.num_rows) as advance:
             vectors = embed_in_parts(
                 self.embedder,
-                _embed_texts(passages),
+                embed_texts(passages),
                 parts,
                 part_size=int(dense["checkpoint_every"]),
                 batch_size=int(dense["batch_size"]),
@@ -285,10 +286,11 @@ class IndexBuilder:
         self._record(entry, folder + "/", new)
         shutil.rmtree(parts, ignore_errors=True)  # the shard now holds these vectors
 
-    def _parts_key(self, entry: dict[str, Any]) -> str:
-        """Checkpointed parts belong to one model, chunking and corpus; anything else starts afresh."""
+    def _parts_key(self, entry: dict[str, Any], part_size: int) -> str:
+        """Checkpointed parts belong to one model, chunking, corpus and part size (a part's file name
+        gives its rows only for the size it was cut with); anything else starts afresh."""
         return stable_hash(
-            [self.manifest["dense"], self.manifest["chunking"], entry["corpus_sha256"]], length=12
+            [self.manifest["dense"], self.manifest["chunking"], entry["corpus_sha256"], part_size], length=12
         )
 
     def index_bm25(self, lang: str, passages: pa.Table, entry: dict[str, Any]) -> None:
@@ -297,7 +299,7 @@ class IndexBuilder:
             return
         with self.progress.task(f"bm25 {lang}", total=1) as advance:
             write_bm25_shard(
-                self.root / folder, _embed_texts(passages), passages.column("id").to_pylist(), self.bm25
+                self.root / folder, embed_texts(passages), passages.column("id").to_pylist(), self.bm25
             )
             advance(1)
         written = sorted(p for p in (self.root / folder).iterdir() if p.is_file())
@@ -306,17 +308,6 @@ class IndexBuilder:
             for p in written
         ]
         self._record(entry, folder + "/", new)
-
-
-def _embed_texts(passages: pa.Table) -> list[str]:
-    return [
-        embed_text(title, path or [], text)
-        for title, path, text in zip(
-            passages.column("title").to_pylist(),
-            passages.column("section_path").to_pylist(),
-            passages.column("text").to_pylist(),
-        )
-    ]
 
 
 def build_index(job: IndexJob, progress: ProgressReporter | None = None) -> IndexResult:

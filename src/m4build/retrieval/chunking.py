@@ -80,6 +80,18 @@ def embed_text(title: str, section_path: Sequence[str], text: str) -> str:
     return f"{header(title, section_path)}\n{text}"
 
 
+def embed_texts(passages: pa.Table) -> list[str]:
+    """``embed_text`` of every row of a passages table, in row order (what every shard indexes)."""
+    return [
+        embed_text(title, path or [], text)
+        for title, path, text in zip(
+            passages.column("title").to_pylist(),
+            passages.column("section_path").to_pylist(),
+            passages.column("text").to_pylist(),
+        )
+    ]
+
+
 def _token_spans(tokenizer: Tokenizer, text: str) -> list[tuple[int, int]]:
     encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
     return [tuple(span) for span in encoded["offset_mapping"]]

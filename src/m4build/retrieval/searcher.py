@@ -13,11 +13,12 @@ it has.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from m4build.errors import UsageError
@@ -226,24 +227,7 @@ class Searcher:
         ]
 
     def _hits(self, pairs: list[tuple[str, float]]) -> list[Hit]:
-        rows = self._passages.take([self._row_of[passage] for passage, _ in pairs]).to_pylist()
-        return [
-            Hit(
-                id=passage,
-                score=score,
-                rank=rank,
-                text=row["text"],
-                title=row["title"],
-                section_path=list(row["section_path"] or []),
-                wiki=row["wiki"],
-                language=row["language"],
-                page_id=row["page_id"],
-                revision_id=row["revision_id"],
-                section_index=row["section_index"],
-                chunk=row["chunk"],
-            )
-            for rank, ((passage, score), row) in enumerate(zip(pairs, rows), start=1)
-        ]
+        return passage_hits(self._passages, self._row_of, pairs)
 
     # -- loading --------------------------------------------------------------------------------
     def _load_dense_shard(self) -> None:
@@ -269,3 +253,30 @@ class Searcher:
                 self._dense_model, st_model, conventions, dense["revision"], str(st_model.device)
             )
         return self._embedder
+
+
+def passage_hits(
+    passages: pa.Table, row_of: Mapping[str, int], pairs: Sequence[tuple[str, float]]
+) -> list[Hit]:
+    """Ranked ``(id, score)`` pairs as hits, ranks from 1, with each passage's text and provenance.
+
+    ``row_of`` maps a passage id to its row in ``passages``; only the returned rows leave Arrow.
+    """
+    rows = passages.take([row_of[passage] for passage, _ in pairs]).to_pylist()
+    return [
+        Hit(
+            id=passage,
+            score=score,
+            rank=rank,
+            text=row["text"],
+            title=row["title"],
+            section_path=list(row["section_path"] or []),
+            wiki=row["wiki"],
+            language=row["language"],
+            page_id=row["page_id"],
+            revision_id=row["revision_id"],
+            section_index=row["section_index"],
+            chunk=row["chunk"],
+        )
+        for rank, ((passage, score), row) in enumerate(zip(pairs, rows), start=1)
+    ]
