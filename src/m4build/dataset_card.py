@@ -26,6 +26,8 @@ from m4build.resources import data_path
 from m4build.wikis import subdomain
 
 TEMPLATE = "m4rag_corpus.md"
+RAVENEA_CARD = "ravenea"  # a manifest's "card" key picks this template instead
+RAVENEA_NAME = "RAVENEA-style cultural images with graded Wikipedia relevance"
 LICENSE = "cc-by-sa-4.0"
 SOURCE_DATASETS = {
     "worldcuisines": ["worldcuisines/vqa-v1.1", "worldcuisines/food-kb"],
@@ -136,10 +138,12 @@ def render_card(
     ``repo_id`` makes the usage example copy-pasteable once the folder has a home on the Hub.
     """
     has_default = any(c.name == "default" for c in configs)
-    header = front_matter(
-        configs, card_metadata(manifest, configs), default="default" if has_default else None
-    )
-    return header + "\n" + card_body(manifest, configs, index, repo_id).strip() + "\n"
+    if manifest.get("card") == RAVENEA_CARD:
+        metadata, body = ravenea_metadata(manifest, configs), ravenea_body(manifest, configs, repo_id)
+    else:
+        metadata, body = card_metadata(manifest, configs), card_body(manifest, configs, index, repo_id)
+    header = front_matter(configs, metadata, default="default" if has_default else None)
+    return header + "\n" + body.strip() + "\n"
 
 
 def card_body(
@@ -161,6 +165,31 @@ def card_body(
         build_facts="\n".join(build_facts(manifest)),
         index_section=index_section(index, repo_id),
         source_datasets=", ".join(SOURCE_DATASETS[benchmark]),
+    )
+
+
+def ravenea_metadata(manifest: Mapping[str, Any], configs: Sequence[ConfigFiles]) -> dict[str, Any]:
+    total = sum(c.rows for c in configs if c.name == "default")
+    return {
+        "pretty_name": RAVENEA_NAME,
+        "language": ["en"],
+        "license": LICENSE,
+        "size_categories": [size_category(total)],
+        "task_categories": ["text-retrieval", "visual-question-answering", "image-to-text"],
+        "source_datasets": manifest.get("source_datasets", []),
+        "tags": ["m4build", "ravenea", "wikipedia", "culture", "rag"],
+    }
+
+
+def ravenea_body(manifest: Mapping[str, Any], configs: Sequence[ConfigFiles], repo_id: str | None) -> str:
+    template = Template(data_path("hub_cards", f"{RAVENEA_CARD}.md").read_text(encoding="utf-8"))
+    facts = [f"- {key.replace('_', ' ')}: {value}" for key, value in manifest.get("facts", {}).items()]
+    return template.substitute(
+        pretty_name=RAVENEA_NAME,
+        config_table=config_table(configs),
+        repo_hint=repo_id or "path/to/this/folder",
+        build_facts="\n".join(facts),
+        source_datasets=", ".join(manifest.get("source_datasets", [])) or "local images",
     )
 
 

@@ -52,16 +52,13 @@ def write_config(root: Path, name: str, table: pa.Table, split: str = "train", f
 
 def front_matter(configs: Sequence[ConfigFiles], metadata: Mapping[str, object], default: str | None = None) -> str:
     """The README's YAML header: card metadata plus the ``configs`` list the Hub reads."""
-    entries = []
-    for config in configs:
-        entry: dict[str, object] = {
-            "config_name": config.name,
-            "data_files": [{"split": config.split, "path": config.pattern}],
-        }
+    entries: dict[str, dict[str, object]] = {}
+    for config in configs:  # a config with several splits is one entry listing each split's files
+        entry = entries.setdefault(config.name, {"config_name": config.name, "data_files": []})
+        entry["data_files"].append({"split": config.split, "path": config.pattern})  # type: ignore[union-attr]
         if config.name == default:
             entry["default"] = True
-        entries.append(entry)
-    header = {**metadata, "configs": entries}
+    header = {**metadata, "configs": list(entries.values())}
     return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True, width=1000) + "---\n"
 
 

@@ -179,3 +179,59 @@ def print_summary(console: Console, scores: dict[str, Any], out: Path) -> None:
 
 def _percent(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}"
+
+
+@eval_app.command("ravenea", no_args_is_help=True)
+def ravenea_command(
+    run: Path = typer.Argument(..., help="A RAVENEA build folder with imported annotations."),
+    retriever: str = typer.Option("bm25", "--retriever", help="bm25, dense, or a model id/path (sentence-transformers or CLIP-style)."),
+    out: Path = typer.Option(None, "--out", "-o", help="Where run.trec and scores.json go (default RUN/eval/RETRIEVER)."),
+    tasks: str = typer.Option(None, "--downstream", help="Also run downstream tasks with a VLM: cvqa, cic (comma-separated)."),
+    recipe_path: Path = typer.Option(None, "--recipe", help="A RAVENEA recipe (default builders/ravenea.yaml)."),
+    provider: str = flags.PROVIDER,
+    model: str = flags.MODEL,
+    base_url: str = flags.BASE_URL,
+    max_cost: float = flags.MAX_COST,
+    llm_cache: Path = flags.LLM_CACHE,
+) -> None:
+    """Score a retriever on RAVENEA's graded candidates (MRR, P@k, nDCG@k, official and corrected).
+
+    Example: m4build eval ravenea runs/ravenea --retriever bm25
+    """
+    from m4build.eval.ravenea.run import evaluate_ravenea
+
+    recipe = load_recipe("ravenea", recipe_path)
+    chosen = comma_list(tasks) or []
+    unknown = sorted(set(chosen) - {"cvqa", "cic"})
+    if unknown:
+        raise UsageError(f"Unknown downstream task(s): {', '.join(unknown)}.", "Valid tasks: cvqa, cic.")
+    language_model = None
+    if chosen:
+        config = flags.model_config(recipe.get("model"), provider=provider, model=model, base_url=base_url)
+        language_model = LanguageModel.open(config, cache=flags.open_cache(llm_cache), max_cost_usd=max_cost)
+    slug = retriever.strip("/").replace("/", "--")
+    scores = evaluate_ravenea(
+        run,
+        out or run / "eval" / slug,
+        retriever=retriever,
+        dense_model=recipe["eval"]["dense_model"],
+        tasks=chosen,
+        model=language_model,
+    )
+    print_ravenea(Console(), scores, out or run / "eval" / slug)
+
+
+def print_ravenea(console: Console, scores: dict[str, Any], out: Path) -> None:
+    metrics = ("MRR", "P@1", "P@3", "P@5", "nDCG@1", "nDCG@3", "nDCG@5")
+    table = Table(title=f"RAVENEA retrieval: {scores['retriever']['retriever']} ({scores['queries']} images, %)")
+    table.add_column("mode")
+    for name in metrics:
+        table.add_column(name, justify="right")
+    for mode, values in scores["retrieval"].items():
+        table.add_row(mode, *(_percent(values[name]) for name in metrics))
+    console.print(table)
+    for task, results in scores.get("downstream", {}).items():
+        for variant, result in results.items():
+            headline = result.get("accuracy", result.get("region_score", {}).get("score"))
+            console.print(f"{task} {variant.replace('_', ' ')}: {_percent(headline)} ({result['items']} images)")
+    console.print(f"run: {out / 'run.trec'}\nscores: {out / 'scores.json'}")

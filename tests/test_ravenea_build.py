@@ -1,0 +1,118 @@
+"""``m4build build ravenea`` on test-made images, the embedded Wikipedia sample and a scripted VLM."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import datasets
+import pyarrow.parquet as pq
+import pytest
+
+from m4build.pipelines.ravenea.candidates import annotation_order
+from m4build.pipelines.ravenea.dedup import deduplicate, difference_hash
+from m4build.pipelines.ravenea.inputs import ImageInstance
+from m4build.pipelines.ravenea.splits import stratified_splits
+from tests.ravenea_support import make_inputs, scripted_vlm
+from tests.servers.chat import ChatServer
+
+pytestmark = pytest.mark.slow
+
+
+def build(images: Path, out: Path, server: ChatServer, *extra: str) -> subprocess.CompletedProcess:
+    arguments = [
+        sys.executable, "-m", "m4build", "build", "ravenea", "--images", str(images),
+        "--metadata", str(images / "metadata.csv"), "--source", "sample", "--provider", "openai-compatible",
+        "--base-url", server.openai_url, "--model", "tiny-vlm", "--llm-cache", str(out.parent / "llm.sqlite"),
+        "--out", str(out), *extra,
+    ]  # fmt: skip
+    return subprocess.run(arguments, capture_output=True, text=True, timeout=300, env={**__import__("os").environ, "COLUMNS": "200"})
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, int]:
+    base = tmp_path_factory.mktemp("ravenea")
+    images = base / "images"
+    make_inputs(images)
+    with ChatServer(scripted_vlm(images)) as server:
+        result = build(images, base / "run", server)
+        return base / "run", result, len(server.answered())
+
+
+def test_duplicates_and_undecodable_images_are_reported_and_dropped(built):
+    run, result, _ = built
+    assert result.returncode == 1, result.stderr  # an unreadable image and a refused caption
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["dropped"] == {"exact-duplicate": 1, "near-duplicate": 1, "undecodable": 1}
+    failures = [json.loads(line) for line in (run / "failures.jsonl").read_text().splitlines()]
+    kinds = {(f["kind"], f.get("file_name")) for f in failures}
+    assert ("undecodable", "broken.jpg") in kinds and ("caption", "dog.png") in kinds
+    assert "dropped" in result.stdout and "no caption" in result.stdout and "Traceback" not in result.stderr
+
+
+def test_captions_keep_model_and_prompt_version_and_refusals_are_failures(built):
+    run, _, _ = built
+    rows = {r["file_name"]: r for r in pq.read_table(run / "data" / "instances.parquet").to_pylist()}
+    assert sorted(rows) == ["dog.png", "matryoshka-copy.png", "squirrel.png", "vines.png"]
+    # matryoshka.png and matryoshka-copy.png are the same bytes: the first in name order is kept
+    assert rows["squirrel.png"]["caption_model"] == "openai-compatible/tiny-vlm"
+    assert rows["squirrel.png"]["caption_prompt"] == "ravenea/cultural_caption"
+    assert rows["dog.png"]["generate_caption"] is None and "declined" in rows["dog.png"]["caption_error"]
+
+
+def test_candidates_come_from_bm25_and_are_shuffled_for_annotation(built):
+    run, _, _ = built
+    candidates = pq.read_table(run / "data" / "candidates.parquet").to_pylist()
+    articles = {a["enwiki_id"]: a for a in pq.read_table(run / "data" / "articles.parquet").to_pylist()}
+    top = {c["file_name"]: articles[c["enwiki_id"]]["title"] for c in candidates if c["bm25_rank"] == 1}
+    assert top["squirrel.png"] == "Squirrel" and top["vines.png"] == "Vitis"
+    assert "dog.png" not in {c["file_name"] for c in candidates}  # no caption, no candidates
+    for name in {c["file_name"] for c in candidates}:
+        mine = [c for c in candidates if c["file_name"] == name]
+        assert sorted(c["annotation_order"] for c in mine) == list(range(len(mine))) and len(mine) <= 10
+    assert any(c["annotation_order"] != c["bm25_rank"] - 1 for c in candidates)
+    assert all(len(a["text"]) > 200 for a in articles.values())
+
+
+def test_the_dataset_loads_with_datasets_and_has_a_card(built):
+    run, _, _ = built
+    loaded = datasets.load_dataset(str(run), "default")
+    rows = [row for split in loaded.values() for row in split]
+    assert len(rows) == 4 and {row["split"] for row in rows} <= {"train", "validation", "test"}
+    squirrel = next(row for row in rows if row["file_name"] == "squirrel.png")
+    assert squirrel["options"] == ["Squirrel", "Cat", "Dog", "Fox"] and squirrel["answer"] == 0
+    assert squirrel["image"].size == (96, 64)
+    assert squirrel["culture_relevance"] == [None] * len(squirrel["enwiki_ids"])  # not annotated yet
+    corpus = datasets.load_dataset(str(run), "corpus", split="train")
+    assert set(corpus["enwiki_id"]) >= set(squirrel["enwiki_ids"])
+    card = (run / "README.md").read_text()
+    assert "pretty_name: RAVENEA" in card and "config_name: corpus" in card
+
+
+def test_a_rerun_asks_the_model_nothing(built, tmp_path):
+    run, _, asked = built
+    images = run.parent / "images"
+    with ChatServer(scripted_vlm(images)) as server:
+        again = build(images, run, server)
+        assert server.answered() == []
+    assert again.returncode == 1 and "resumed" in again.stdout and asked == 4
+
+
+def test_dedup_and_splits_units():
+    from tests.ravenea_support import _draw, encoded
+
+    pictures = [ImageInstance(f"{i}.png", encoded(_draw(s)), "X", "c", "cIC", "folder") for i, s in enumerate(["ellipse", "triangle"])]
+    resized = encoded(_draw("triangle").resize((72, 48)), "JPEG")
+    kept, dropped = deduplicate([*pictures, ImageInstance("z.jpg", resized, "X", "c", "cIC", "folder")])
+    assert [k.file_name for k in kept] == ["0.png", "1.png"] and dropped[0].reason == "near-duplicate"
+    assert difference_hash(encoded(_draw("grid"))) != difference_hash(encoded(_draw("ellipse")))
+    names = [(f"{country}-{i}", country) for country in ("A", "B") for i in range(10)]
+    splits = stratified_splits(names, {"train": 0.7, "validation": 0.1, "test": 0.2}, seed=0)
+    for country in ("A", "B"):
+        counts = [sum(1 for n, c in names if c == country and splits[n] == s) for s in ("train", "validation", "test")]
+        assert counts == [7, 1, 2]
+    assert splits == stratified_splits(list(reversed(names)), {"train": 0.7, "validation": 0.1, "test": 0.2}, seed=0)
+    order = annotation_order("x.png", [5, 3, 9], seed=0)
+    assert sorted(order.values()) == [0, 1, 2] and order == annotation_order("x.png", [9, 5, 3], seed=0)
