@@ -87,11 +87,24 @@ def image_captions(folder: Path) -> dict[str, str]:
     return {hashlib.sha256((folder / name).read_bytes()).hexdigest(): text for name, text in CAPTIONS.items()}
 
 
+DOWNSTREAM_CAPTIONS = {
+    "matryoshka.png": "Painted nesting dolls from Russia on a shelf.",
+    "vines.png": "Grapevines in a vineyard in the French countryside.",
+    "squirrel.png": "A squirrel eating a nut in Indiana.",  # names no country of the image: RegionScore 0
+}
+
+
 def scripted_vlm(folder: Path):
+    """Cultural captions by image; RAVENEA's cVQA answered "A" (right); cIC captions as above."""
     by_image = image_captions(folder)
+    downstream = {hashlib.sha256((folder / n).read_bytes()).hexdigest(): t for n, t in DOWNSTREAM_CAPTIONS.items()}
 
     def respond(call: ChatCall) -> Reply:
         digest = hashlib.sha256(call.images[0][1]).hexdigest() if call.images else ""
+        if "multiple choice question" in call.first_user_text:
+            return answer("The animal has a bushy tail.\nAnswer: A")
+        if "one-sentence caption" in call.first_user_text:
+            return answer(downstream.get(digest, "A picture."))
         return answer(by_image.get(digest, "An unremarkable picture of something ordinary and plain."))
 
     return respond

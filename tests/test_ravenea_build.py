@@ -116,3 +116,39 @@ def test_dedup_and_splits_units():
     assert splits == stratified_splits(list(reversed(names)), {"train": 0.7, "validation": 0.1, "test": 0.2}, seed=0)
     order = annotation_order("x.png", [5, 3, 9], seed=0)
     assert sorted(order.values()) == [0, 1, 2] and order == annotation_order("x.png", [9, 5, 3], seed=0)
+
+
+def test_eval_ravenea_scores_bm25_in_both_modes_and_runs_downstream_tasks(built, tmp_path):
+    import shutil
+
+    import pyarrow as pa
+
+    from m4build.cli.app import app
+    from m4build.runs import atomic_write_parquet
+
+    run = tmp_path / "run"
+    shutil.copytree(built[0], run)
+    articles = {a["enwiki_id"]: a["title"] for a in pq.read_table(run / "data" / "articles.parquet").to_pylist()}
+    topic = {"matryoshka-copy.png": "Matryoshka doll", "vines.png": "Vitis", "squirrel.png": "Squirrel"}
+    judged = [
+        {"file_name": c["file_name"], "enwiki_id": c["enwiki_id"],
+         "culture_relevance": 3 if articles[c["enwiki_id"]] == topic[c["file_name"]] else -1}
+        for c in pq.read_table(run / "data" / "candidates.parquet").to_pylist()
+    ]  # fmt: skip
+    atomic_write_parquet(run / "annotations" / "judgments.parquet", pa.Table.from_pylist(judged))
+    images = built[0].parent / "images"
+    with ChatServer(scripted_vlm(images)) as server:
+        app(["eval", "ravenea", str(run), "--retriever", "bm25", "--downstream", "cvqa,cic",
+             "--provider", "openai-compatible", "--base-url", server.openai_url, "--model", "tiny-vlm",
+             "--llm-cache", str(tmp_path / "llm.sqlite")], standalone_mode=False)  # fmt: skip
+    scores = json.loads((run / "eval" / "bm25" / "scores.json").read_text())
+    assert scores["queries"] == 3
+    for mode in ("parity", "default"):  # the caption's own article is ranked first for every image
+        assert scores["retrieval"][mode]["MRR"] == 1.0 and scores["retrieval"][mode]["P@1"] == 1.0
+    trec = (run / "eval" / "bm25" / "run.trec").read_text().splitlines()
+    assert trec[0].split()[1:4] == ["Q0", trec[0].split()[2], "1"] and len(trec) == len(judged)
+    cvqa = scores["downstream"]["cvqa"]
+    assert cvqa["without_retrieval"]["accuracy"] == 1.0 and cvqa["with_top_document"]["items"] == 1
+    cic = scores["downstream"]["cic"]["without_retrieval"]
+    # two cIC captions, Russia and France named; the dog image (no caption) is still a cIC image
+    assert cic["region_score"]["score"] == pytest.approx(2 / 3) and "CIDEr-D" in cic["caption_metrics"]
