@@ -131,6 +131,7 @@ def test_images_reach_the_model_and_artefacts_are_kept(full_run, workspace):
 def test_report_and_plots_are_written(full_run, workspace):
     report = (workspace / "run" / "report.md").read_text()
     assert "| no-rag | 8 | 8 |" in report and "## RAG against no-rag" in report
+    assert "| text-rag-oracle-query | 8 | 8 | 50.0 | 50.0 | 0 | 0 | 0 |" in report  # en and zh both have shards
     for plot in ("accuracy_by_setting", "retention_by_judge_score", "language_change"):
         assert (workspace / "run" / "plots" / f"{plot}.png").read_bytes().startswith(b"\x89PNG")
 
@@ -199,6 +200,10 @@ def test_bad_input_is_named(workspace, tmp_path):
             app(["eval", "m4rag", "--dataset", "worldcuisines", "--setting", "oracle,text-rag-oracle-query",
                  "--provider", "openai-compatible", "--base-url", server.openai_url, "--model", "m",
                  "--out", str(tmp_path / "out")], standalone_mode=False)  # fmt: skip
+        with pytest.raises(UsageError, match="built for worldcuisines, not cvqa"):
+            app(["eval", "m4rag", "--dataset", "cvqa", "--setting", "text-rag-oracle-query",
+                 "--corpus", str(workspace / "sample-corpus"), "--provider", "openai-compatible",
+                 "--base-url", server.openai_url, "--model", "m", "--out", str(tmp_path / "out")], standalone_mode=False)  # fmt: skip
         with pytest.raises(UsageError, match="Valid settings"):
             app(["eval", "m4rag", "--dataset", "worldcuisines", "--setting", "rag", "--provider", "openai-compatible",
                  "--base-url", server.openai_url, "--model", "m", "--out", str(tmp_path / "out")], standalone_mode=False)  # fmt: skip

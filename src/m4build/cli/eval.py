@@ -14,6 +14,7 @@ from m4build.cli.eval_score import score_app
 from m4build.cli.options import comma_list
 from m4build.errors import UsageError
 from m4build.eval.m4rag.images import ImageStore
+from m4build.hub.load import corpus_manifest
 from m4build.eval.m4rag.items import load_eval_items
 from m4build.eval.m4rag.run import EvalJob, EvalModels, run_evaluation, write_outputs
 from m4build.eval.m4rag.settings import SETTINGS, parse_settings
@@ -86,6 +87,8 @@ def m4rag_command(
             "The retrieval settings need the published corpus and its indexes.",
             "Pass --corpus with a corpus run folder after `m4build index`, a pushed folder, or org/name.",
         )
+    if corpus:
+        check_corpus_dataset(corpus, dataset)
     shared = {
         "temperature": temperature,
         "max_tokens": max_tokens,
@@ -133,6 +136,17 @@ def m4rag_command(
     runs = run_evaluation(job, progress)
     scores = write_outputs(job, runs, mode=mode)
     print_summary(Console(), scores, out)
+
+
+def check_corpus_dataset(corpus: str, dataset: str) -> None:
+    """Refuse a corpus built for the other benchmark: its passages were retrieved for other items."""
+    manifest = corpus_manifest(corpus) or {}
+    built_for = manifest.get("settings", {}).get("benchmark")
+    if built_for and built_for != dataset:
+        raise UsageError(
+            f"The corpus {corpus} was built for {built_for}, not {dataset}.",
+            f"Pass the {dataset} corpus (m4build corpus {dataset} ...), or --dataset {built_for}.",
+        )
 
 
 def _companion(

@@ -11,6 +11,7 @@ and a silently wrong index gives silently wrong rankings.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from m4build.hub.remote import hub_endpoint, hub_errors, offline_mode
 from m4build.retrieval import searcher
 
 REPO_TYPE = "dataset"
+CORPUS_MANIFEST = "manifest.json"
 
 
 def load_index(
@@ -71,6 +73,23 @@ def index_info(index: str | Path, *, revision: str | None = None) -> dict[str, A
         resolve_index_folder(str(index), None, revision=revision)  # raises the clear error
     origin = f"{index}@{revision}" if revision else str(index)
     return read_repo_manifest(download(str(index), [INDEX_MANIFEST], revision), origin)
+
+
+def corpus_manifest(index: str | Path, *, revision: str | None = None) -> dict[str, Any] | None:
+    """The corpus manifest (``manifest.json``) beside an index, or ``None`` where there is none."""
+    local = Path(index).expanduser()
+    if local.is_dir():
+        path = local / CORPUS_MANIFEST
+    elif looks_like_repo_id(str(index)):
+        path = download(str(index), [CORPUS_MANIFEST], revision) / CORPUS_MANIFEST
+    else:
+        return None
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise InputFileError(f"{path} is not valid JSON ({error}).", "Rebuild or re-download the corpus.") from error
 
 
 def looks_like_repo_id(text: str) -> bool:

@@ -22,6 +22,11 @@ def write_report(folder: Path, scores: Mapping[str, Any], header: Mapping[str, A
     lines = [f"# M4-RAG evaluation: {header['dataset']}", ""]
     lines += [f"- **{key}**: {value}" for key, value in header.items() if key != "dataset"]
     lines += ["", "## Accuracy by setting", "", _settings_table(scores), ""]
+    lines += [
+        "Answered items are scored; failed ones (a step before or during inference failed) are counted, not "
+        "scored. English-only retrieval counts items whose language has no shard in the index.",
+        "",
+    ]
     if "accuracy_by_setting" in plots:
         lines += [f"![accuracy by setting]({PLOTS}/{plots['accuracy_by_setting'].name})", ""]
     if scores.get("rag_effect"):
@@ -45,12 +50,16 @@ def _percent(value: float | None) -> str:
 
 
 def _settings_table(scores: Mapping[str, Any]) -> str:
-    rows = ["| setting | items | answered | macro | micro | unparsable | failed |", "|---|---:|---:|---:|---:|---:|---:|"]
+    rows = [
+        "| setting | items | answered | macro | micro | unparsable | failed | English-only retrieval |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for name, entry in scores["settings"].items():
         accuracy = entry.get("accuracy", {})
         rows.append(
             f"| {name} | {entry['items']} | {accuracy.get('n', 0)} | {_percent(accuracy.get('macro'))} | "
-            f"{_percent(accuracy.get('micro'))} | {accuracy.get('unparsable', 0)} | {entry['failed']} |"
+            f"{_percent(accuracy.get('micro'))} | {accuracy.get('unparsable', 0)} | {entry['failed']} | "
+            f"{entry.get('english_only_retrieval', 0)} |"
         )
     return "\n".join(rows)
 

@@ -286,6 +286,9 @@ def write_outputs(job: EvalJob, runs: Sequence[SettingRun], *, mode: str = "defa
         mode=mode,
         options=options,
     )
+    for run in runs:  # items searched in English alone because the index lacks their language
+        manifest = json.loads((run.folder / "manifest.json").read_text(encoding="utf-8"))
+        scores["settings"][run.setting.name]["english_only_retrieval"] = manifest.get("english_only_retrieval", 0)
     inference = job.models.inference.config
     header = {
         "dataset": job.dataset,
