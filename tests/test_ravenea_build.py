@@ -152,3 +152,40 @@ def test_eval_ravenea_scores_bm25_in_both_modes_and_runs_downstream_tasks(built,
     cic = scores["downstream"]["cic"]["without_retrieval"]
     # two cIC captions, Russia and France named; the dog image (no caption) is still a cIC image
     assert cic["region_score"]["score"] == pytest.approx(2 / 3) and "CIDEr-D" in cic["caption_metrics"]
+
+
+def test_annotation_round_trip_fills_the_dataset_grades(built, tmp_path):
+    import csv
+    import shutil
+
+    from m4build.cli.app import app
+
+    run = tmp_path / "run"
+    shutil.copytree(built[0], run)
+    app(["annotate", "export", "ravenea", str(run), "--format", "csv", "--annotators", "2", "--out", str(tmp_path / "sheets")],
+        standalone_mode=False)  # fmt: skip
+    sheets = sorted((tmp_path / "sheets").glob("annotator_*.csv"))
+    assert len(sheets) == 2
+    topic = {"matryoshka-copy.png": "Matryoshka doll", "vines.png": "Vitis", "squirrel.png": "Squirrel"}
+    for number, sheet in enumerate(sheets):
+        with sheet.open(newline="", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+        for row in rows:  # both say yes to the image's own article; on others they differ on "visual"
+            own = row["title"] == topic[row["file_name"]]
+            row["annotator"] = f"annotator-{number}"
+            row["answer_country"] = row["answer_cultural"] = "yes" if own else "no"
+            row["answer_visual"] = "yes" if own else ("no" if number == 0 else "cannot determine")
+        with sheet.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    app(["annotate", "import", "ravenea", str(run), *map(str, sheets)], standalone_mode=False)
+    loaded = datasets.load_dataset(str(run), "default")
+    rows = {row["file_name"]: row for split in loaded.values() for row in split}
+    squirrel = rows["squirrel.png"]
+    grades = dict(zip(squirrel["enwiki_ids"], squirrel["culture_relevance"]))
+    corpus = {row["enwiki_id"]: row["title"] for row in datasets.load_dataset(str(run), "corpus", split="train")}
+    for page, grade in grades.items():
+        # own article: 3 yes = +3; others: no, no, and a tie on visual (no vs cannot) -> 0: -2
+        assert grade == (3 if corpus[page] == "Squirrel" else -2)
+    assert json.loads((run / "manifest.json").read_text())["annotated"] is True

@@ -9,7 +9,7 @@ is the folder we publish.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -29,6 +29,7 @@ class ConfigFiles:
     split: str
     pattern: str
     rows: int
+    bytes: int = field(default=0, compare=False)  # size of the files on disk; 0 when read back from a README
 
 
 def write_config(root: Path, name: str, table: pa.Table, split: str = "train", folder: str | None = None) -> ConfigFiles:
@@ -40,14 +41,16 @@ def write_config(root: Path, name: str, table: pa.Table, split: str = "train", f
     target = root / "data" / (folder or name)
     shards = max(1, -(-table.num_rows // ROWS_PER_SHARD))
     written = set()
+    size = 0
     for index in range(shards):
         path = target / f"{split}-{index:05d}-of-{shards:05d}.parquet"
         atomic_write_parquet(path, table.slice(index * ROWS_PER_SHARD, ROWS_PER_SHARD))
         written.add(path.name)
+        size += path.stat().st_size
     for stale in target.glob(f"{split}-*.parquet"):
         if stale.name not in written:
             stale.unlink()
-    return ConfigFiles(name, split, f"data/{folder or name}/{split}-*.parquet", table.num_rows)
+    return ConfigFiles(name, split, f"data/{folder or name}/{split}-*.parquet", table.num_rows, size)
 
 
 def front_matter(configs: Sequence[ConfigFiles], metadata: Mapping[str, object], default: str | None = None) -> str:
@@ -59,7 +62,26 @@ def front_matter(configs: Sequence[ConfigFiles], metadata: Mapping[str, object],
         if config.name == default:
             entry["default"] = True
     header = {**metadata, "configs": list(entries.values())}
+    if configs and all(config.bytes for config in configs):
+        header["dataset_info"] = dataset_info(configs)
     return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True, width=1000) + "---\n"
+
+
+def dataset_info(configs: Sequence[ConfigFiles]) -> list[dict[str, object]]:
+    """The card's ``dataset_info``: examples and bytes per split.
+
+    Besides telling the Hub the sizes, it keeps ``load_dataset`` honest on a local folder: its cache
+    key for a folder is a hash of the README's configs and dataset_info, not of the data files, so
+    without sizes that change with the content a rewritten folder (grades imported, a corpus rebuilt)
+    would be served from the old cache.
+    """
+    infos: dict[str, dict[str, object]] = {}
+    for config in configs:
+        info = infos.setdefault(config.name, {"config_name": config.name, "splits": [], "download_size": 0, "dataset_size": 0})
+        info["splits"].append({"name": config.split, "num_bytes": config.bytes, "num_examples": config.rows})  # type: ignore[union-attr]
+        info["download_size"] += config.bytes  # type: ignore[operator]
+        info["dataset_size"] += config.bytes  # type: ignore[operator]
+    return list(infos.values())
 
 
 def read_configs(readme: Path, rows: Mapping[str, int]) -> list[ConfigFiles]:

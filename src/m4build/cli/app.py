@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from m4build import __version__
+from m4build.cli.annotate import annotate_app
 from m4build.cli.build import build_app
 from m4build.cli.corpus import corpus_command
 from m4build.cli.eval import eval_app
@@ -40,6 +41,7 @@ app.command("search", no_args_is_help=True)(search_command)
 app.command("generate", no_args_is_help=True)(generate_command)
 app.add_typer(eval_app)
 app.add_typer(build_app)
+app.add_typer(annotate_app)
 
 
 def _version(value: bool) -> None:

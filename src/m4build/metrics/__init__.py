@@ -6,6 +6,14 @@ what ``mode="parity"`` reproduces where the peer code has known flaws, and how t
 
 from __future__ import annotations
 
+from m4build.metrics.agreement import (
+    Agreement,
+    PairAgreement,
+    agreement,
+    cohen_kappa,
+    fleiss_kappa,
+    krippendorff_alpha_nominal,
+)
 from m4build.metrics.bertscore import (
     BertScoreBaseline,
     BertScorer,
@@ -124,6 +132,7 @@ __all__ = [
     "JUDGE_SCALE",
     "REGION_MODES",
     "VERDICT_LABELS",
+    "Agreement",
     "BertScoreBaseline",
     "BertScoreResult",
     "BertScorer",
@@ -156,6 +165,7 @@ __all__ = [
     "MetricInputError",
     "MultimodalEvidence",
     "MultimodalRecallScores",
+    "PairAgreement",
     "ParsedChoice",
     "PrecisionRecallF1",
     "QueryGradedScores",
@@ -170,18 +180,22 @@ __all__ = [
     "Run",
     "VerificationScores",
     "across_languages",
+    "agreement",
     "bleu",
     "caption_scores",
     "char3gram_recall",
     "cider",
     "cider_d",
+    "cohen_kappa",
     "corpus_char3gram_recall",
     "fact_verification_scores",
+    "fleiss_kappa",
     "grade_choice",
     "graded_retrieval",
     "judge_keypoints",
     "keypoint_scores",
     "known_countries",
+    "krippendorff_alpha_nominal",
     "mentions_country",
     "multimodal_recall",
     "options_from_prompt",
