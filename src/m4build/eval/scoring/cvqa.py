@@ -56,11 +56,11 @@ from m4build.eval.scoring.inputs import (
     cell_integer,
     cell_text,
     checked_mode,
+    collect_predictions,
     hub_dataset,
     is_hub_id,
     local_table_rows,
     prediction_files,
-    read_prediction_file,
 )
 from m4build.eval.scoring.report import ChoiceReport
 from m4build.metrics import ChoiceAccuracy, ChoiceRecord, InputProblems, score_choices
@@ -132,14 +132,7 @@ def read_predictions(paths: Sequence[Path]) -> CvqaPredictionSet:
     """M4-RAG-style prediction files: ``ID`` and ``response`` (or ``prediction``) per record."""
     files = prediction_files(paths)
     problems = InputProblems(f"{BENCHMARK} predictions")
-    predictions: list[CvqaPrediction] = []
-    for path in files:
-        for row in read_prediction_file(path):
-            prediction = _prediction(row, problems)
-            if prediction is not None:
-                predictions.append(prediction)
-    if not predictions and not problems:
-        problems.add("files without a single prediction", ", ".join(str(path) for path in files))
+    predictions: list[CvqaPrediction] = collect_predictions(files, _prediction, problems)
     first: dict[str, CvqaPrediction] = {}
     for prediction in predictions:
         earlier = first.setdefault(prediction.item_id, prediction)

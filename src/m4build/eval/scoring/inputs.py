@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from m4build.errors import InputFileError, RemoteError, UsageError
+from m4build.metrics.checks import InputProblems
 from m4build.sources.benchmarks import TABLE_SUFFIXES, Row, input_files, load_hub_dataset, read_table
+
+T = TypeVar("T")
 
 PREDICTION_SUFFIXES = (".jsonl", ".json")
 MODES = ("default", "parity")
@@ -64,6 +67,21 @@ def prediction_files(paths: Sequence[Path]) -> list[Path]:
             "Pass each file once (a folder already includes the files inside it).",
         )
     return files
+
+
+def collect_predictions(
+    files: Sequence[Path], parse: Callable[[Row, InputProblems], T | None], problems: InputProblems
+) -> list[T]:
+    """Every prediction the files hold, read by ``parse``; rows it cannot use go to ``problems``."""
+    found: list[T] = []
+    for path in files:
+        for row in read_prediction_file(path):
+            prediction = parse(row, problems)
+            if prediction is not None:
+                found.append(prediction)
+    if not found and not problems:
+        problems.add("files without a single prediction", ", ".join(str(path) for path in files))
+    return found
 
 
 def read_prediction_file(path: Path) -> list[Row]:

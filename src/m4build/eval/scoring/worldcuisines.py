@@ -48,11 +48,11 @@ from m4build.eval.scoring.inputs import (
     cell_integer,
     cell_text,
     checked_mode,
+    collect_predictions,
     hub_dataset,
     is_hub_id,
     local_table_rows,
     prediction_files,
-    read_prediction_file,
 )
 from m4build.eval.scoring.report import ChoiceReport
 from m4build.metrics import ChoiceRecord, InputProblems, score_choices
@@ -154,14 +154,7 @@ def read_predictions(paths: Sequence[Path], *, model: str | None = None) -> Pred
     names = {path: parse_file_name(path) for path in files}
     _refuse_open_ended(names)
     problems = InputProblems(f"{BENCHMARK} predictions")
-    predictions: list[Prediction] = []
-    for path in files:
-        for row in read_prediction_file(path):
-            prediction = _prediction(row, problems)
-            if prediction is not None:
-                predictions.append(prediction)
-    if not predictions and not problems:
-        problems.add("files without a single prediction", ", ".join(str(path) for path in files))
+    predictions: list[Prediction] = collect_predictions(files, _prediction, problems)
     _find_duplicates(predictions, problems)
     problems.raise_if_any(_HINT)
     return PredictionSet(tuple(predictions), tuple(files), model or _model_of(names), _split_of(names))
