@@ -189,3 +189,18 @@ def test_annotation_round_trip_fills_the_dataset_grades(built, tmp_path):
         # own article: 3 yes = +3; others: no, no, and a tie on visual (no vs cannot) -> 0: -2
         assert grade == (3 if corpus[page] == "Squirrel" else -2)
     assert json.loads((run / "manifest.json").read_text())["annotated"] is True
+
+
+def test_the_build_is_publishable_with_push(built, tmp_path):
+    import shutil
+
+    from m4build.cli.app import app
+
+    run = tmp_path / "run"
+    shutil.copytree(built[0], run)
+    app(["push", str(run), "--repo", "my-org/ravenea-demo", "--dry-run"], standalone_mode=False)
+    hub = run / "hub"
+    card = (hub / "README.md").read_text()
+    assert "my-org/ravenea-demo" in card and "config_name: default" in card
+    assert {p.name for p in hub.iterdir()} >= {"README.md", "manifest.json", "failures.jsonl", "data"}
+    assert len(datasets.load_dataset(str(hub), "corpus", split="train")) > 0
