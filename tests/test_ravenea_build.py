@@ -153,6 +153,16 @@ def test_eval_ravenea_scores_bm25_in_both_modes_and_runs_downstream_tasks(built,
     # two cIC captions, Russia and France named; the dog image (no caption) is still a cIC image
     assert cic["region_score"]["score"] == pytest.approx(2 / 3) and "CIDEr-D" in cic["caption_metrics"]
 
+    from tests.index_support import minilm_path, tiny_clip
+
+    for retriever, query in ((minilm_path(), "generate_caption"), (str(tiny_clip(tmp_path / "clip", seed=0)), "image")):
+        app(["eval", "ravenea", str(run), "--retriever", retriever, "--out", str(tmp_path / query)], standalone_mode=False)
+        other = json.loads((tmp_path / query / "scores.json").read_text())
+        assert other["retriever"]["query"] == query and other["queries"] == 3
+        assert set(other["retrieval"]) == {"parity", "default"}
+    # MiniLM reads the captions as well as BM25 does: each image's own article first
+    assert json.loads((tmp_path / "generate_caption" / "scores.json").read_text())["retrieval"]["default"]["P@1"] == 1.0
+
 
 def test_annotation_round_trip_fills_the_dataset_grades(built, tmp_path):
     import csv
