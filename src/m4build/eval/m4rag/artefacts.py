@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from m4build.llm.messages import ImagePart
 from m4build.llm.model import GenerationRequest, LanguageModel
@@ -95,11 +94,3 @@ def make_artefacts(
         errors={row["key"]: row["error"] for row in rows.values() if row["error"] is not None},
     )
 
-
-def read_artefacts(path: Path) -> Artefacts:
-    """An artefact table written earlier, for reports."""
-    rows = pq.read_table(path).to_pylist()
-    return Artefacts(
-        texts={row["key"]: row["text"] for row in rows if row["error"] is None},
-        errors={row["key"]: row["error"] for row in rows if row["error"] is not None},
-    )

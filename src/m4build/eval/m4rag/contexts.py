@@ -20,7 +20,7 @@ import yaml
 from m4build.eval.m4rag.artefacts import ArtefactRequest, Artefacts, make_artefacts
 from m4build.eval.m4rag.items import EvalItem
 from m4build.eval.m4rag.predict import ItemContext
-from m4build.eval.m4rag.retrieval import Passage, Retrieved, TextRetriever
+from m4build.eval.m4rag.retrieval import Retrieved, TextRetriever
 from m4build.eval.m4rag.settings import Setting
 from m4build.languages import load_languages
 from m4build.llm.model import LanguageModel
@@ -271,6 +271,3 @@ def english_instruction(prompt: PromptTemplate, item: EvalItem) -> str:
     rendered = prompt.render({"question": "", "options": list(item.options), "layout": item.benchmark})
     return rendered[-1].text.split("\n\n", 1)[0]
 
-
-def passages_of(contexts: Mapping[str, ItemContext]) -> dict[str, list[Passage]]:
-    return {item_id: list(context.passages) for item_id, context in contexts.items() if context.passages}
