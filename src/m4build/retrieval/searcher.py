@@ -13,6 +13,7 @@ it has.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -248,11 +249,18 @@ class Searcher:
                 normalize=bool(dense["normalize"]),
                 source="manifest",
             )
-            st_model = load_model(self._dense_model)
+            st_model = _shared_model(self._dense_model)
             self._embedder = Embedder(
                 self._dense_model, st_model, conventions, dense["revision"], str(st_model.device)
             )
         return self._embedder
+
+
+@functools.lru_cache(maxsize=4)
+def _shared_model(model: str) -> Any:
+    """One loaded query model per process, whatever the number of language searchers using it
+    (an evaluation opens the English shard and each item language's shard)."""
+    return load_model(model)
 
 
 def passage_hits(
