@@ -88,7 +88,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from bm25s.stopwords import STOPWORDS_EN
 
-from m4build.sources.wikipedia import snapshot
+from m4build.sources.wikipedia import snapshot_inputs
 from m4build.sources.wikipedia.snapshot import LEAD_CHARS, SnapshotSource, index_text
 
 K = 10
@@ -526,7 +526,7 @@ def check_same_texts(parquet: Path, texts: list[str]) -> int:
     """
     table = pq.ParquetFile(parquet).read_row_group(0, columns=["id", "url", "title", "text"]).to_pylist()
     for number, row in enumerate(table):
-        record = snapshot._hf_row(row, WIKI)
+        record = snapshot_inputs._hf_row(row, WIKI)
         if not texts[number] == f"{record.title}\n{record.lead}" == index_text(record.title, record.html):
             raise RuntimeError(f"article {number}: bare's indexed text is not the snapshot source's")
     return len(table)

@@ -11,6 +11,7 @@ import io
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import tarfile
@@ -317,7 +318,20 @@ def test_a_second_open_loads_the_saved_index_without_rebuilding(tmp_path, squirr
     assert third.cache_path != first.cache_path
 
 
-def test_an_interrupted_build_leaves_nothing_that_loads_and_rebuilds_cleanly(tmp_path, squirrel_lines):
+def index_files(source: SnapshotSource) -> dict[str, bytes]:
+    """Every file of a built index and store, by path under the cache folder (the store as rows)."""
+    files = {}
+    for path in sorted(source.cache_path.rglob("*")):
+        if path.suffix == ".sqlite":
+            with sqlite3.connect(path) as db:
+                rows = db.execute("SELECT * FROM articles ORDER BY page_id").fetchall()
+            files[str(path.relative_to(source.cache_path))] = repr(rows).encode()
+        elif path.is_file() and path.name != "manifest.json":
+            files[str(path.relative_to(source.cache_path))] = path.read_bytes()
+    return files
+
+
+def test_an_interrupted_build_resumes_after_the_records_it_had_read(tmp_path, squirrel_lines):
     path = write_input(tmp_path, "ndjson", squirrel_lines)
     cache = tmp_path / "cache"
 
@@ -327,37 +341,96 @@ def test_an_interrupted_build_leaves_nothing_that_loads_and_rebuilds_cleanly(tmp
 
     with pytest.raises(KeyboardInterrupt):
         SnapshotSource(path, cache, progress=interrupt)
-    assert list(cache.iterdir()) == []
-    source = SnapshotSource(path, cache)
-    assert source.stats.as_dict()["index_builds"] == 3
-    assert source.search("dewiki", "Hörnchen", 1)[0].page_id == 4042095
+    assert sorted(p.suffix for p in cache.iterdir()) == [".lock", ".partial"]  # nothing that loads
+
+    seen: list[int] = []
+    resumed = SnapshotSource(path, cache, progress=seen.append)
+    assert seen == [3]  # the two records read before Ctrl-C are not processed again
+    assert resumed.stats.as_dict()["resumed_after_records"] == 2
+    assert resumed.manifest["records"] == 3 and resumed.manifest["resumed_after_records"] == 2
+    assert list(cache.iterdir()) == [resumed.cache_path]
+    assert resumed.search("dewiki", "Hörnchen", 1)[0].page_id == 4042095
+
+    fresh = SnapshotSource(path, tmp_path / "fresh-cache")
+    assert index_files(resumed) == index_files(fresh)  # byte for byte what an uninterrupted build makes
 
 
-def test_a_killed_build_is_never_loaded_and_its_leftovers_are_removed(tmp_path, squirrel_lines):
-    path = write_input(tmp_path, "ndjson", squirrel_lines)
+KILL_AT_SECOND_CHECKPOINT = textwrap.dedent(
+    """
+    import os, signal, sys
+    from m4build.sources.wikipedia import snapshot_build
+    from m4build.sources.wikipedia.snapshot import SnapshotSource
+
+    # A checkpoint after every record; the process dies while writing the second one's progress,
+    # after the store has committed that record: the store is ahead of the checkpoint.
+    snapshot_build.CHECKPOINT_RECORDS = 1
+    write, calls = snapshot_build.atomic_write_json, []
+
+    def write_then_die(path, value):
+        calls.append(path)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGKILL)
+        write(path, value)
+
+    snapshot_build.atomic_write_json = write_then_die
+    SnapshotSource(sys.argv[1:-1], sys.argv[-1])
+    """
+)
+
+
+def test_a_killed_build_resumes_from_its_last_checkpoint_and_matches_a_clean_build(tmp_path, records):
+    """Killed with the store ahead of the checkpoint, and a page whose newer revision came after it."""
+    newer = records["enwiki"]
+    older = {**newer, "version": {"identifier": 1000}, "article_body": {"html": "<p>old squirrel</p>"}}
+    (tmp_path / "in").mkdir()
+    first = tmp_path / "in" / "1.ndjson"
+    second = tmp_path / "in" / "2.ndjson"
+    first.write_text(json.dumps(older) + "\n")
+    second.write_text(json.dumps(newer) + "\n" + json.dumps(records["dewiki"]) + "\n")
     cache = tmp_path / "cache"
-    child = textwrap.dedent(
-        """
-        import os, signal, sys
-        from m4build.sources.wikipedia.snapshot import SnapshotSource
-
-        def die(records_read):
-            if records_read == 2:
-                os.kill(os.getpid(), signal.SIGKILL)
-
-        SnapshotSource(sys.argv[1], sys.argv[2], progress=die)
-        """
-    )
     done = subprocess.run(
-        [sys.executable, "-c", child, str(path), str(cache)], timeout=60, capture_output=True, check=False
+        [sys.executable, "-c", KILL_AT_SECOND_CHECKPOINT, str(first), str(second), str(cache)],
+        timeout=60,
+        capture_output=True,
+        check=False,
     )
     assert done.returncode == -signal.SIGKILL, done.stderr.decode()
-    [leftover] = cache.iterdir()
-    assert ".tmp-" in leftover.name
+    assert sorted(p.suffix for p in cache.iterdir()) == [".lock", ".partial"]
 
-    source = SnapshotSource(path, cache)
-    assert source.stats.as_dict()["index_builds"] == 3  # the half-built folder was not taken
-    assert list(cache.iterdir()) == [source.cache_path]
+    resumed = SnapshotSource([first, second], cache)
+    assert resumed.stats.as_dict()["resumed_after_records"] == 1
+    assert resumed.stats.as_dict()["duplicate_pages"] == 0  # the old revision came first: replaced
+    [hit] = resumed.search("enwiki", "squirrel", 5)
+    assert hit.revision_id == newer["version"]["identifier"]
+    assert resumed.manifest["wikis"] == {"dewiki": 1, "enwiki": 1}
+    fresh = SnapshotSource([first, second], tmp_path / "fresh-cache")
+    assert index_files(resumed) == index_files(fresh)
+
+
+OPEN_AND_REPORT = textwrap.dedent(
+    """
+    import json, sys
+    from m4build.sources.wikipedia.snapshot import SnapshotSource
+
+    source = SnapshotSource(sys.argv[1], sys.argv[2])
+    print(json.dumps({"stats": source.stats.as_dict(), "folder": str(source.cache_path)}))
+    """
+)
+
+
+def test_two_processes_opening_the_same_inputs_build_once(tmp_path, squirrel_lines):
+    path = write_input(tmp_path, "ndjson", squirrel_lines)
+    cache = tmp_path / "cache"
+    command = [sys.executable, "-c", OPEN_AND_REPORT, str(path), str(cache)]
+    children = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    reports = []
+    for child in children:
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == 0, err.decode()
+        reports.append(json.loads(out))
+    assert sorted(report["stats"].get("index_builds", 0) for report in reports) == [0, 3]
+    assert {report["folder"] for report in reports} == {str(cache / next(cache.iterdir()).name)}
+    assert len(list(cache.iterdir())) == 1
 
 
 # --- bad input ----------------------------------------------------------------------------

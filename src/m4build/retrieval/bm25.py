@@ -9,38 +9,37 @@ the corpus builder searches snapshots with, so one rule set serves the whole pro
 no per-language segmenter. BM25 indexes the same ``embed_text`` as the dense side (title and
 section path, then the passage), because titles carry most of an article's topic words.
 
-Files: bm25s' own ``save`` output plus ``ids.parquet`` (row i is passage ``ids[i]``); loaded with
+Files: what ``bm25s.BM25.save`` writes, made by ``m4build.bm25_writer`` in bounded memory (the
+same scores as bm25s), plus ``ids.parquet`` (row i is passage ``ids[i]``); loaded with
 ``mmap=True`` so that a large language costs page cache, not heap.
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import bm25s
 import numpy as np
 import pyarrow as pa
 
+from m4build.bm25_writer import Bm25Settings, Bm25Writer
 from m4build.retrieval.manifest import replace_dir
 from m4build.runs import atomic_write_parquet
 from m4build.text.tokenize import tokenize
 
 
-@dataclass(frozen=True)
-class Bm25Settings:
-    k1: float = 1.5
-    b: float = 0.75
-
-
 def write_bm25_shard(folder: Path, texts: Sequence[str], ids: Sequence[str], settings: Bm25Settings) -> None:
     """Index ``texts`` and write the bm25s files and the id map into ``folder`` (swapped in atomically)."""
-    retriever = bm25s.BM25(k1=settings.k1, b=settings.b)
-    retriever.index([tokenize(text) for text in texts], show_progress=False)
 
     def fill(staging: Path) -> None:
-        retriever.save(staging, show_progress=False)
+        work = staging / ".bm25-work"
+        writer = Bm25Writer(work, settings)
+        for text in texts:
+            writer.add(tokenize(text))
+        writer.finish(staging)
+        shutil.rmtree(work)
         atomic_write_parquet(staging / "ids.parquet", pa.table({"id": pa.array(list(ids), pa.string())}))
 
     replace_dir(folder, fill)
@@ -59,3 +58,6 @@ class Bm25Shard:
         if not tokens:
             return np.zeros(self.retriever.scores["num_docs"], dtype=np.float32)
         return np.asarray(self.retriever.get_scores(tokens), dtype=np.float32)
+
+
+__all__ = ["Bm25Settings", "Bm25Shard", "write_bm25_shard"]
