@@ -407,6 +407,26 @@ def test_a_killed_build_resumes_from_its_last_checkpoint_and_matches_a_clean_bui
     assert index_files(resumed) == index_files(fresh)
 
 
+def test_worker_processes_build_the_same_index_and_resume_alike(tmp_path, sample_rows, squirrel_lines):
+    """Two inputs of many records each: tokenised in this process, by two workers, and resumed."""
+    write_articles(tmp_path / "in" / "sample.parquet", sample_rows)
+    write_input(tmp_path / "in", "ndjson", squirrel_lines)
+    serial = SnapshotSource(tmp_path / "in", tmp_path / "serial", workers=0)
+    parallel = SnapshotSource(tmp_path / "in", tmp_path / "parallel", workers=2)
+    assert parallel.manifest["tokenizer_workers"] == 2
+    assert index_files(parallel) == index_files(serial)
+
+    def interrupt(records_read: int) -> None:
+        if records_read == 30:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        SnapshotSource(tmp_path / "in", tmp_path / "resumed", workers=1, progress=interrupt)
+    resumed = SnapshotSource(tmp_path / "in", tmp_path / "resumed", workers=1)
+    assert resumed.manifest["resumed_after_records"] == 30
+    assert index_files(resumed) == index_files(serial)
+
+
 OPEN_AND_REPORT = textwrap.dedent(
     """
     import json, sys

@@ -108,9 +108,10 @@ class SnapshotSource:
     """A ``WikipediaSource`` over local article files, searched with BM25; never touches the network.
 
     ``SnapshotSource(paths, cache_dir)`` loads the cached index for these inputs, or builds it in
-    one streaming pass (see the module docstring). ``wiki`` names the wiki of inputs whose records
+    one streaming, resumable pass (see ``snapshot_build``). ``wiki`` names the wiki of inputs whose records
     do not say it (the wikimedia/wikipedia parquet); ``progress`` is called with the number of
-    records read during a build.
+    records read during a build; ``workers`` is how many processes tokenise during a build (by
+    default none for small inputs, the spare cores for large ones; see ``snapshot_tokens``).
     """
 
     name = "snapshot"
@@ -122,6 +123,7 @@ class SnapshotSource:
         *,
         wiki: str | None = None,
         progress: Progress | None = None,
+        workers: int | None = None,
     ) -> None:
         if wiki is not None and not WIKI_NAME.fullmatch(wiki):
             raise UsageError(
@@ -135,6 +137,7 @@ class SnapshotSource:
             Path(cache_dir) if cache_dir is not None else default_cache_dir(),
             self.stats,
             progress,
+            workers,
         )
         self.cache_path = folder
         self.manifest: dict[str, Any] = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))

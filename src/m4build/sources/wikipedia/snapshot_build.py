@@ -54,14 +54,8 @@ from m4build.bm25_writer import Bm25Writer
 from m4build.errors import InputFileError
 from m4build.runs import atomic_write_json
 from m4build.sources.wikipedia.base import SourceStats
-from m4build.sources.wikipedia.snapshot_inputs import (
-    LEAD_CHARS,
-    SnapshotRecord,
-    index_text,
-    iso_mtime,
-    read_records,
-)
-from m4build.text.tokenize import tokenize
+from m4build.sources.wikipedia.snapshot_inputs import LEAD_CHARS, SnapshotRecord, iso_mtime, read_records
+from m4build.sources.wikipedia.snapshot_tokens import Tokenizer, default_workers
 
 FORMAT_VERSION = 3
 """Bump when the tokenizer, the indexed text or the cache layout changes: old caches then miss."""
@@ -113,7 +107,7 @@ class _WikiBuilder:
         self.db.execute("DELETE FROM articles WHERE slot >= ?", (self.writer.documents,))
         self.db.commit()
 
-    def add(self, record: SnapshotRecord, retrieved_at: str) -> bool:
+    def add(self, record: SnapshotRecord, retrieved_at: str, tokens: list[str]) -> bool:
         """Stores and indexes the record unless a revision at least as new is held; says whether it did."""
         html = record.html.encode("utf-8")
         slot = self.writer.documents
@@ -137,11 +131,7 @@ class _WikiBuilder:
         ).rowcount
         if not stored:
             return False
-        if record.lead is None:
-            text = index_text(record.title, record.html)
-        else:  # the same text, without parsing HTML (see snapshot_inputs._plain_text_article)
-            text = f"{record.title}\n{record.lead}"
-        self.writer.add(tokenize(text))
+        self.writer.add(tokens)
         return True
 
     def checkpoint(self) -> dict[str, Any]:
@@ -174,37 +164,41 @@ class _Build:
         self.counts: dict[str, int] = saved.get("counts", dict.fromkeys(_COUNTS, 0))
         self.seconds: float = saved.get("seconds", 0.0)
         self.resumed_records = self.counts["records"]
+        self.between_records = True  # False while a record is half processed: no checkpoint then
         self.builders = {
             name: _WikiBuilder(folder / name, state) for name, state in sorted(saved.get("wikis", {}).items())
         }
         self.started = time.monotonic()
 
-    def run(self, progress: Progress | None) -> dict[str, int]:
+    def run(self, progress: Progress | None, workers: int) -> dict[str, int]:
         """Reads every record after the checkpoint, then writes the indexes; returns articles per wiki."""
-        between_records = True
         try:
-            while self.file_index < len(self.files):
-                path = self.files[self.file_index]
-                retrieved_at = iso_mtime(path)
-                for record in _records_after(path, self.wiki, self.records_in_file):
-                    between_records = False
-                    self._add(record, retrieved_at)
-                    self.records_in_file += 1
-                    between_records = True
-                    if progress is not None:
-                        progress(self.counts["records"])
-                    if self.counts["records"] % CHECKPOINT_RECORDS == 0:
-                        self.checkpoint()
-                self.file_index, self.records_in_file = self.file_index + 1, 0
-                self.checkpoint()
+            with Tokenizer(workers) as tokenizer:
+                self._read_all(tokenizer, progress)
         except BaseException:
-            if between_records:  # interrupted at a clean point: keep everything read so far
+            if self.between_records:  # interrupted at a clean point: keep everything read so far
                 self.checkpoint()
             self.close()
             raise
         return {name: self.builders[name].finish() for name in sorted(self.builders)}
 
-    def _add(self, record: SnapshotRecord | None, retrieved_at: str) -> None:
+    def _read_all(self, tokenizer: Tokenizer, progress: Progress | None) -> None:
+        while self.file_index < len(self.files):
+            path = self.files[self.file_index]
+            retrieved_at = iso_mtime(path)
+            for record, tokens in tokenizer.pair(_records_after(path, self.wiki, self.records_in_file)):
+                self.between_records = False
+                self._add(record, retrieved_at, tokens)
+                self.records_in_file += 1
+                self.between_records = True
+                if progress is not None:
+                    progress(self.counts["records"])
+                if self.counts["records"] % CHECKPOINT_RECORDS == 0:
+                    self.checkpoint()
+            self.file_index, self.records_in_file = self.file_index + 1, 0
+            self.checkpoint()
+
+    def _add(self, record: SnapshotRecord | None, retrieved_at: str, tokens: list[str] | None) -> None:
         self.counts["records"] += 1
         if record is None:
             self.counts["skipped_non_article"] += 1
@@ -212,7 +206,7 @@ class _Build:
         builder = self.builders.get(record.wiki)
         if builder is None:
             builder = self.builders[record.wiki] = _WikiBuilder(self.folder / record.wiki)
-        if not builder.add(record, record.date_modified or retrieved_at):
+        if not builder.add(record, record.date_modified or retrieved_at, tokens or []):
             self.counts["duplicate_pages"] += 1
 
     def checkpoint(self) -> None:
@@ -252,13 +246,18 @@ def _records_after(path: Path, wiki: str | None, done: int) -> Iterator[Snapshot
 
 
 def _build(
-    files: Sequence[Path], wiki: str | None, folder: Path, stats: SourceStats, progress: Progress | None
+    files: Sequence[Path],
+    wiki: str | None,
+    folder: Path,
+    stats: SourceStats,
+    progress: Progress | None,
+    workers: int,
 ) -> None:
     """The pass (resumed where a checkpoint says), the indexes, then the manifest (written last)."""
     build = _Build(files, wiki, folder)
     if build.resumed_records:
         stats.update("resumed_after_records", build.resumed_records)
-    articles = build.run(progress)
+    articles = build.run(progress, workers)
     for key, value in build.counts.items():
         stats.update(key, value)
     manifest = {
@@ -273,6 +272,7 @@ def _build(
         "bm25s": bm25s.__version__,
         "build_seconds": build.elapsed(),
         "resumed_after_records": build.resumed_records,
+        "tokenizer_workers": workers,
     }
     atomic_write_json(folder / MANIFEST, manifest)
 
@@ -297,7 +297,12 @@ def _exclusive(lock: Path) -> Iterator[None]:
 
 
 def built_folder(
-    files: Sequence[Path], wiki: str | None, cache_dir: Path, stats: SourceStats, progress: Progress | None
+    files: Sequence[Path],
+    wiki: str | None,
+    cache_dir: Path,
+    stats: SourceStats,
+    progress: Progress | None,
+    workers: int | None = None,
 ) -> tuple[Path, bool]:
     """The complete index folder for these inputs, built (or resumed) if needed; and whether it was cached."""
     name = fingerprint(files, wiki)
@@ -314,7 +319,9 @@ def built_folder(
         partial = cache_dir / f"{name}.partial"
         if not (partial / MANIFEST).is_file():  # else killed after building, before publishing
             try:
-                _build(files, wiki, partial, stats, progress)
+                if workers is None:
+                    workers = default_workers(sum(f.stat().st_size for f in files))
+                _build(files, wiki, partial, stats, progress, workers)
             except InputFileError:  # the inputs must change, and with them the fingerprint
                 shutil.rmtree(partial, ignore_errors=True)
                 lock.unlink()
