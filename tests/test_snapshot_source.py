@@ -413,7 +413,7 @@ def test_worker_processes_build_the_same_index_and_resume_alike(tmp_path, sample
     write_input(tmp_path / "in", "ndjson", squirrel_lines)
     serial = SnapshotSource(tmp_path / "in", tmp_path / "serial", workers=0)
     parallel = SnapshotSource(tmp_path / "in", tmp_path / "parallel", workers=2)
-    assert parallel.manifest["tokenizer_workers"] == 2
+    assert parallel.manifest["preparing_workers"] == 2
     assert index_files(parallel) == index_files(serial)
 
     def interrupt(records_read: int) -> None:

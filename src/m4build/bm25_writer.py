@@ -130,12 +130,15 @@ class Bm25Writer:
         """Documents safe on disk as of the last checkpoint (what a reopened writer starts from)."""
         return self._saved_docs
 
-    def add(self, tokens: Iterable[str]) -> int:
-        """Adds one document; returns its slot. Tokens must not contain a line break."""
+    def add(self, tokens: Iterable[str] | Counter[str]) -> int:
+        """Adds one document, its tokens or their counts; returns its slot.
+
+        Tokens must not contain a line break. Counting first and looking up only the distinct
+        tokens halves the cost of this step (measured: 42 against 78 us for 330 Zipf-distributed
+        tokens); a caller may count elsewhere (another process) and pass the ``Counter``.
+        """
         slot = len(self._lengths)
-        # Counting first and looking up only the distinct tokens halves the cost of this step
-        # (measured: 42 against 78 us for 330 Zipf-distributed tokens).
-        counts = Counter(tokens)
+        counts = tokens if isinstance(tokens, Counter) else Counter(tokens)
         self._lengths.append(counts.total())
         if counts:
             self._block_terms.append(np.frombuffer(array("i", map(self._vocab.__getitem__, counts)), np.int32))

@@ -24,7 +24,6 @@ from m4build.records import Article, FetchFailure, PageHit, PageRef
 from m4build.sources.wikipedia.base import SourceStats
 from m4build.sources.wikipedia.snapshot_build import (
     FORMAT_VERSION,
-    HTML_CODEC,
     MANIFEST,
     Progress,
     built_folder,
@@ -37,6 +36,7 @@ from m4build.sources.wikipedia.snapshot_inputs import (
     index_text,
     input_files,
 )
+from m4build.sources.wikipedia.snapshot_prepare import HTML_CODEC
 from m4build.text.tokenize import tokenize
 
 _SQL_BATCH = 500  # below SQLite's limit on bound parameters
@@ -110,8 +110,8 @@ class SnapshotSource:
     ``SnapshotSource(paths, cache_dir)`` loads the cached index for these inputs, or builds it in
     one streaming, resumable pass (see ``snapshot_build``). ``wiki`` names the wiki of inputs whose records
     do not say it (the wikimedia/wikipedia parquet); ``progress`` is called with the number of
-    records read during a build; ``workers`` is how many processes tokenise during a build (by
-    default none for small inputs, the spare cores for large ones; see ``snapshot_tokens``).
+    records read during a build; ``workers`` is how many processes prepare records during a build (by
+    default none for small inputs, the spare cores for large ones; see ``snapshot_prepare``).
     """
 
     name = "snapshot"

@@ -48,20 +48,18 @@ from typing import Any
 
 import bm25s
 import numpy as np
-import pyarrow as pa
 
 from m4build.bm25_writer import Bm25Writer
 from m4build.errors import InputFileError
 from m4build.runs import atomic_write_json
 from m4build.sources.wikipedia.base import SourceStats
 from m4build.sources.wikipedia.snapshot_inputs import LEAD_CHARS, SnapshotRecord, iso_mtime, read_records
-from m4build.sources.wikipedia.snapshot_tokens import Tokenizer, default_workers
+from m4build.sources.wikipedia.snapshot_prepare import Prepared, RecordPreparer, default_workers
 
 FORMAT_VERSION = 3
 """Bump when the tokenizer, the indexed text or the cache layout changes: old caches then miss."""
 
 MANIFEST = "manifest.json"
-HTML_CODEC = pa.Codec("zstd", compression_level=3)
 CHECKPOINT_RECORDS = 100_000
 """Records read between two checkpoints: what a killed build may have to read again."""
 
@@ -107,9 +105,8 @@ class _WikiBuilder:
         self.db.execute("DELETE FROM articles WHERE slot >= ?", (self.writer.documents,))
         self.db.commit()
 
-    def add(self, record: SnapshotRecord, retrieved_at: str, tokens: list[str]) -> bool:
+    def add(self, record: SnapshotRecord, retrieved_at: str, prepared: Prepared) -> bool:
         """Stores and indexes the record unless a revision at least as new is held; says whether it did."""
-        html = record.html.encode("utf-8")
         slot = self.writer.documents
         stored = self.db.execute(
             "INSERT INTO articles VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (page_id) DO UPDATE SET"
@@ -124,14 +121,14 @@ class _WikiBuilder:
                 record.url,
                 record.wikidata_id,
                 retrieved_at,
-                len(html),
-                HTML_CODEC.compress(html, asbytes=True),
+                prepared.html_size,
+                prepared.html_zstd,
                 slot,
             ),
         ).rowcount
         if not stored:
             return False
-        self.writer.add(tokens)
+        self.writer.add(prepared.counts)
         return True
 
     def checkpoint(self) -> dict[str, Any]:
@@ -173,8 +170,8 @@ class _Build:
     def run(self, progress: Progress | None, workers: int) -> dict[str, int]:
         """Reads every record after the checkpoint, then writes the indexes; returns articles per wiki."""
         try:
-            with Tokenizer(workers) as tokenizer:
-                self._read_all(tokenizer, progress)
+            with RecordPreparer(workers) as preparer:
+                self._read_all(preparer, progress)
         except BaseException:
             if self.between_records:  # interrupted at a clean point: keep everything read so far
                 self.checkpoint()
@@ -182,13 +179,13 @@ class _Build:
             raise
         return {name: self.builders[name].finish() for name in sorted(self.builders)}
 
-    def _read_all(self, tokenizer: Tokenizer, progress: Progress | None) -> None:
+    def _read_all(self, preparer: RecordPreparer, progress: Progress | None) -> None:
         while self.file_index < len(self.files):
             path = self.files[self.file_index]
             retrieved_at = iso_mtime(path)
-            for record, tokens in tokenizer.pair(_records_after(path, self.wiki, self.records_in_file)):
+            for record, prepared in preparer.pair(_records_after(path, self.wiki, self.records_in_file)):
                 self.between_records = False
-                self._add(record, retrieved_at, tokens)
+                self._add(record, retrieved_at, prepared)
                 self.records_in_file += 1
                 self.between_records = True
                 if progress is not None:
@@ -198,15 +195,15 @@ class _Build:
             self.file_index, self.records_in_file = self.file_index + 1, 0
             self.checkpoint()
 
-    def _add(self, record: SnapshotRecord | None, retrieved_at: str, tokens: list[str] | None) -> None:
+    def _add(self, record: SnapshotRecord | None, retrieved_at: str, prepared: Prepared | None) -> None:
         self.counts["records"] += 1
-        if record is None:
+        if record is None or prepared is None:
             self.counts["skipped_non_article"] += 1
             return
         builder = self.builders.get(record.wiki)
         if builder is None:
             builder = self.builders[record.wiki] = _WikiBuilder(self.folder / record.wiki)
-        if not builder.add(record, record.date_modified or retrieved_at, tokens or []):
+        if not builder.add(record, record.date_modified or retrieved_at, prepared):
             self.counts["duplicate_pages"] += 1
 
     def checkpoint(self) -> None:
@@ -272,7 +269,7 @@ def _build(
         "bm25s": bm25s.__version__,
         "build_seconds": build.elapsed(),
         "resumed_after_records": build.resumed_records,
-        "tokenizer_workers": workers,
+        "preparing_workers": workers,
     }
     atomic_write_json(folder / MANIFEST, manifest)
 
