@@ -29,9 +29,12 @@ ours keeps and bm25s drops (~3% of articles). Queries: ``--queries`` caption-lik
 come from that article's title and lead, the rest from the Zipf background, in sentences.
 
 Ours. ``SnapshotSource(parquet, cache_dir, wiki="enwiki")`` builds the index exactly as a user's
-run would (parquet row batches -> plain text to ``<p>`` HTML -> zstd into the SQLite doc store,
-title + lead tokenised by ``m4build.text.tokenize`` -> bm25s index with the scipy CSC backend ->
-saved). A second process opens the cached index (memory-mapped) and calls
+run would: parquet row batches -> plain text to ``<p>`` HTML -> worker processes (as many as the
+spare cores, at most 3: one on a two-core machine) count the tokens of title + lead
+(``m4build.text.tokenize``) and compress the HTML -> the building process stores the rows in the
+SQLite doc store and hands the counts to ``m4build.bm25_writer``, which spills sorted postings to
+disk in blocks and merges them a term range at a time into bm25s' saved files; checkpoints every
+100k articles. A second process opens the cached index (memory-mapped) and calls
 ``search("enwiki", caption, k=10)`` once per caption (tokenise, score, deterministic top-k,
 titles from the doc store).
 
@@ -49,7 +52,9 @@ phase (build, load, queries) a thread samples ``/proc/self/status`` every 50 ms;
 reported is the kernel's exact ``VmHWM``, reset at the start of each phase through
 ``/proc/self/clear_refs`` where the kernel allows it (otherwise the sampled maximum). Peaks are
 also split into anonymous memory (what the process allocated) and file-backed pages (mapped
-index files, which the kernel can drop and read back). The machine's load is measured from
+index files, which the kernel can drop and read back). Worker processes are counted apart: the
+sampled peak of the process and all its descendants together (``peak_tree_rss_mib``), and CPU
+seconds that include the workers' once they are reaped. The machine's load is measured from
 ``/proc/stat`` over each phase: cores busy in all, and how many of those were this process;
 on a shared machine the rest is other work, which slows whichever side it overlaps, so CPU
 seconds are reported beside wall time. Queries run ``--repeats`` passes; the best is reported.
@@ -474,6 +479,8 @@ def ours_build(data: Path, run: Path, docs: int) -> dict[str, Any]:
         "index_and_save_seconds": round(build["seconds"] - read["seconds"], 2),
         "manifest_build_seconds": source.manifest["build_seconds"],
         "articles": source.manifest["wikis"][WIKI],
+        "vocabulary": source.manifest["vocabulary"][WIKI],
+        "preparing_workers": source.manifest["preparing_workers"],
         "index_bytes": folder_bytes(folder / "bm25"),
         "doc_store_bytes": (folder / "docs.sqlite").stat().st_size,
     }

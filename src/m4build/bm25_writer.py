@@ -85,7 +85,7 @@ class Bm25Writer:
     """Collects tokenised documents in ``work`` and writes a bm25s index of them in bounded memory.
 
     ``block_postings`` bounds the open block (12 bytes a posting while collecting, ~2x that while
-    sorting); ``merge_postings`` bounds one merge step (~40 bytes a posting). The vocabulary itself
+    sorting); ``merge_postings`` bounds one merge step (~70 bytes a posting, measured). The vocabulary itself
     stays in memory (a dict of the distinct tokens).
     """
 
@@ -126,9 +126,9 @@ class Bm25Writer:
         return len(self._lengths)
 
     @property
-    def checkpointed_documents(self) -> int:
-        """Documents safe on disk as of the last checkpoint (what a reopened writer starts from)."""
-        return self._saved_docs
+    def vocabulary(self) -> int:
+        """Distinct tokens seen so far (the index's vocabulary, before bm25s' empty token)."""
+        return len(self._vocab)
 
     def add(self, tokens: Iterable[str] | Counter[str]) -> int:
         """Adds one document, its tokens or their counts; returns its slot.

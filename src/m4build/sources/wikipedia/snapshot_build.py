@@ -264,6 +264,7 @@ def _build(
         ],
         "wiki_argument": wiki,
         "wikis": articles,
+        "vocabulary": {name: build.builders[name].writer.vocabulary for name in articles},
         **build.counts,
         "indexed_text": f"title + lead (paragraphs before the first h2, at most {LEAD_CHARS} characters)",
         "bm25s": bm25s.__version__,
