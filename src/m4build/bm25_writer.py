@@ -238,11 +238,13 @@ class Bm25Writer:
         self._block_postings = 0
 
     def _open_spill(self, number: int) -> _Spill:
+        """A spill's term runs are memory-mapped: with one spill per block, held in memory they
+        would grow with the corpus (measured: ~1 GB of 2M articles' 80 spills)."""
         stem = self.work / _SPILLS / f"{number:06d}"
         return _Spill(
             postings=Path(f"{stem}.postings"),
-            terms=np.fromfile(f"{stem}.terms", dtype=np.int32),
-            bounds=np.fromfile(f"{stem}.bounds", dtype=np.int64),
+            terms=_mapped(Path(f"{stem}.terms"), np.int32),
+            bounds=_mapped(Path(f"{stem}.bounds"), np.int64),
         )
 
     @staticmethod
@@ -325,6 +327,12 @@ def _term_ranges_of(spill: _Spill, budget: int) -> Iterator[tuple[int, int]]:
     sizes = np.zeros(int(spill.terms[-1]) + 1, dtype=np.int64)
     sizes[spill.terms] = np.diff(spill.bounds)
     yield from _term_ranges(sizes, budget)
+
+
+def _mapped(path: Path, dtype: type) -> np.ndarray:
+    if path.stat().st_size == 0:  # numpy cannot map an empty file
+        return np.empty(0, dtype=dtype)
+    return np.memmap(path, dtype=dtype, mode="r")
 
 
 def _gather(spills: list[_Spill], first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
