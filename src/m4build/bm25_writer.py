@@ -273,10 +273,18 @@ class Bm25Writer:
         return (idf * tfc).astype(np.float32)
 
     def _write_vocab_and_params(self, folder: Path, documents: int) -> None:
-        vocab = dict(self._vocab)
-        if _EMPTY_TOKEN not in vocab:
+        # bm25s' empty token goes in for the dump only: no copy of what may be millions of entries.
+        vocab, added = self._vocab, _EMPTY_TOKEN not in self._vocab
+        vocab.default_factory = None
+        if added:
             vocab[_EMPTY_TOKEN] = len(vocab)
-        atomic_write_text(folder / "vocab.index.json", json.dumps(vocab, ensure_ascii=False))
+        try:
+            text = json.dumps(vocab, ensure_ascii=False)
+        finally:
+            if added:
+                del vocab[_EMPTY_TOKEN]
+            vocab.default_factory = vocab.__len__
+        atomic_write_text(folder / "vocab.index.json", text)
         params = {
             "k1": self.settings.k1,
             "b": self.settings.b,
