@@ -21,7 +21,7 @@ writer puts its open block on disk, and ``progress.json`` (written atomically, l
 far the inputs were read and the writers' states. A killed build leaves its work in
 ``{fingerprint}.partial``; the next open of the same inputs takes it up from the last checkpoint:
 store rows written after it (by their slot) are deleted, and the records after it are read again.
-An exclusive lock (``fcntl.flock``, released by the kernel when a process dies) keeps two
+An exclusive file lock (``filelock``, released by the OS when a process dies) keeps two
 processes from building the same inputs at once: the second waits, then loads what the first
 built. The manifest is written last; then the work files only a resume needs are removed and the
 folder is renamed to ``{fingerprint}``.
@@ -33,7 +33,6 @@ a rerun memory-maps the saved index instead of rebuilding.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -41,13 +40,14 @@ import shutil
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import suppress
 from itertools import chain
 from pathlib import Path
 from typing import Any
 
 import bm25s
 import numpy as np
+from filelock import FileLock
 
 from m4build.bm25_writer import Bm25Writer
 from m4build.errors import InputFileError
@@ -283,17 +283,6 @@ def _publish(partial: Path, final: Path) -> None:
     partial.rename(final)
 
 
-@contextmanager
-def _exclusive(lock: Path) -> Iterator[None]:
-    """Holds an exclusive lock on ``lock``; the kernel releases it if the process dies."""
-    with lock.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def built_folder(
     files: Sequence[Path],
     wiki: str | None,
@@ -309,7 +298,7 @@ def built_folder(
         return final, True
     cache_dir.mkdir(parents=True, exist_ok=True)
     lock = cache_dir / f"{name}.lock"
-    with _exclusive(lock):
+    with FileLock(lock):  # an OS lock: the kernel releases it if the process dies
         if (final / MANIFEST).is_file():  # another process built it while this one waited
             return final, True
         if final.exists():  # without a manifest: not made by a build (renames are atomic); unusable
@@ -322,8 +311,14 @@ def built_folder(
                 _build(files, wiki, partial, stats, progress, workers)
             except InputFileError:  # the inputs must change, and with them the fingerprint
                 shutil.rmtree(partial, ignore_errors=True)
-                lock.unlink()
+                _remove(lock)
                 raise
         _publish(partial, final)
-        lock.unlink()
+    _remove(lock)
     return final, False
+
+
+def _remove(lock: Path) -> None:
+    """Lock files are litter once the build is over (a process waiting on one re-checks the manifest)."""
+    with suppress(OSError):  # e.g. held open by a waiting process on Windows
+        lock.unlink()
