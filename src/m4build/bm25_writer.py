@@ -141,7 +141,8 @@ class Bm25Writer:
         counts = tokens if isinstance(tokens, Counter) else Counter(tokens)
         self._lengths.append(counts.total())
         if counts:
-            self._block_terms.append(np.frombuffer(array("i", map(self._vocab.__getitem__, counts)), np.int32))
+            term_ids = array("i", map(self._vocab.__getitem__, counts))
+            self._block_terms.append(np.frombuffer(term_ids, np.int32))
             self._block_counts.append(np.frombuffer(array("i", counts.values()), np.int32))
             self._block_slots.append(slot)
             self._block_sizes.append(len(counts))
@@ -243,13 +244,12 @@ class Bm25Writer:
         stem = self.work / _SPILLS / f"{number:06d}"
         return _Spill(
             postings=Path(f"{stem}.postings"),
-            terms=_mapped(Path(f"{stem}.terms"), np.int32),
-            bounds=_mapped(Path(f"{stem}.bounds"), np.int64),
+            terms=np.memmap(f"{stem}.terms", dtype=np.int32, mode="r"),  # never empty: see _spill
+            bounds=np.memmap(f"{stem}.bounds", dtype=np.int64, mode="r"),
         )
 
-    @staticmethod
     def _kept_postings_per_term(
-        spills: list[_Spill], position: np.ndarray, vocabulary: int, *, dropped: bool
+        self, spills: list[_Spill], position: np.ndarray, vocabulary: int, *, dropped: bool
     ) -> np.ndarray:
         """Document frequency of every term over the kept documents (the output's column sizes)."""
         per_term = np.zeros(vocabulary, dtype=np.int64)
@@ -257,7 +257,7 @@ class Bm25Writer:
             if not dropped:  # every posting is kept: the run lengths say it all
                 per_term[spill.terms] += np.diff(spill.bounds)
                 continue
-            for first, stop in _term_ranges_of(spill, 8_000_000):
+            for first, stop in _term_ranges_of(spill, self.merge_postings):
                 postings, terms = spill.runs(first, stop)
                 kept = terms[position[postings["slot"]] >= 0] - first
                 per_term[first:stop] += np.bincount(kept, minlength=stop - first)
@@ -269,7 +269,8 @@ class Bm25Writer:
         """BM25 ("lucene") of each posting, computed exactly as bm25s computes it."""
         k1, b = self.settings.k1, self.settings.b
         idf = np.log(1 + (documents - frequency + 0.5) / (frequency + 0.5)).astype(np.float32)
-        tfc = tf.astype(np.float32) / (k1 * ((1 - b) + b * length / average_length) + tf.astype(np.float32))
+        tf = tf.astype(np.float32)
+        tfc = tf / (k1 * ((1 - b) + b * length / average_length) + tf)
         return (idf * tfc).astype(np.float32)
 
     def _write_vocab_and_params(self, folder: Path, documents: int) -> None:
@@ -330,17 +331,9 @@ def _term_ranges(per_term: np.ndarray, budget: int) -> Iterator[tuple[int, int]]
 
 def _term_ranges_of(spill: _Spill, budget: int) -> Iterator[tuple[int, int]]:
     """Term ranges that split one spill into reads of at most ``budget`` postings."""
-    if not len(spill.terms):
-        return
     sizes = np.zeros(int(spill.terms[-1]) + 1, dtype=np.int64)
     sizes[spill.terms] = np.diff(spill.bounds)
     yield from _term_ranges(sizes, budget)
-
-
-def _mapped(path: Path, dtype: type) -> np.ndarray:
-    if path.stat().st_size == 0:  # numpy cannot map an empty file
-        return np.empty(0, dtype=dtype)
-    return np.memmap(path, dtype=dtype, mode="r")
 
 
 def _gather(spills: list[_Spill], first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
@@ -357,7 +350,8 @@ class _NpyAppender:
         self.dtype = np.dtype(dtype)
         self.handle = path.open("wb")
         descr = np.lib.format.dtype_to_descr(self.dtype)
-        np.lib.format.write_array_header_1_0(self.handle, {"descr": descr, "fortran_order": False, "shape": (length,)})
+        header = {"descr": descr, "fortran_order": False, "shape": (length,)}
+        np.lib.format.write_array_header_1_0(self.handle, header)
 
     def append(self, values: np.ndarray) -> None:
         self.handle.write(np.ascontiguousarray(values, dtype=self.dtype).tobytes())

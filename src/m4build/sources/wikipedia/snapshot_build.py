@@ -33,7 +33,6 @@ a rerun memory-maps the saved index instead of rebuilding.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -51,7 +50,7 @@ from filelock import FileLock
 
 from m4build.bm25_writer import Bm25Writer
 from m4build.errors import InputFileError
-from m4build.runs import atomic_write_json
+from m4build.runs import atomic_write_json, stable_hash
 from m4build.sources.wikipedia.base import SourceStats
 from m4build.sources.wikipedia.snapshot_inputs import LEAD_CHARS, SnapshotRecord, iso_mtime, read_records
 from m4build.sources.wikipedia.snapshot_prepare import Prepared, RecordPreparer, default_workers
@@ -78,8 +77,7 @@ def default_cache_dir() -> Path:
 
 def fingerprint(files: Sequence[Path], wiki: str | None) -> str:
     inputs = [(str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files]
-    blob = json.dumps({"format": FORMAT_VERSION, "wiki": wiki, "inputs": inputs}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+    return stable_hash({"format": FORMAT_VERSION, "wiki": wiki, "inputs": inputs}, length=20)
 
 
 class _WikiBuilder:

@@ -164,7 +164,7 @@ class RecordPreparer:
 
 
 def _serve() -> None:
-    """A worker's life: read a batch of jobs, write back their tokens, until the input ends."""
+    """A worker's life: read a batch of jobs, write back what ``prepare`` makes of them, until EOF."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     source, sink = sys.stdin.buffer, sys.stdout.buffer
     while True:
