@@ -61,6 +61,7 @@ from m4build.retrieval.bm25 import Bm25Settings, Bm25Shard, write_bm25_shard
 from m4build.retrieval.chunking import Chunker, ChunkSettings, passages_table
 from m4build.retrieval.fusion import top_k_scores
 from m4build.text.tokenize import tokenize
+from report_table import table  # benchmarks/report_table.py: scripts here run with this folder on sys.path
 
 K = 10
 
@@ -73,16 +74,6 @@ def best_of(repeats: int, fn):
         result = fn()
         best = min(best, time.perf_counter() - start)
     return best, result
-
-
-def table(title: str, header: list[str], rows: list[list[str]]) -> None:
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
-    line = "  ".join(("{:<%d}" if i == 0 else "{:>%d}") % w for i, w in enumerate(widths))
-    print(f"\n{title}")
-    print(line.format(*header))
-    print("  ".join("-" * w for w in widths))
-    for row in rows:
-        print(line.format(*[str(cell) for cell in row]))
 
 
 def pct(ours: float, bare: float) -> str:

@@ -95,6 +95,7 @@ from bm25s.stopwords import STOPWORDS_EN
 
 from m4build.sources.wikipedia import snapshot_inputs
 from m4build.sources.wikipedia.snapshot import LEAD_CHARS, SnapshotSource, index_text
+from report_table import table  # benchmarks/report_table.py: scripts here run with this folder on sys.path
 
 K = 10
 WIKI = "enwiki"
@@ -741,16 +742,6 @@ def memory(phase: dict[str, Any] | None) -> str:
     if phase is None:
         return ""
     return f"{phase['peak_rss_mib']:,} ({phase['peak_anon_mib']:,} + {phase['peak_file_mib']:,})"
-
-
-def table(title: str, header: list[str], rows: list[list[str]]) -> None:
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
-    line = "  ".join(("{:<%d}" if i == 0 else "{:>%d}") % w for i, w in enumerate(widths))
-    print(f"\n{title}")
-    print(line.format(*header))
-    print("  ".join("-" * w for w in widths))
-    for row in rows:
-        print(line.format(*row))
 
 
 def row(label: str, ours: float | None, other: float | None, digits: int = 1) -> list[str]:
