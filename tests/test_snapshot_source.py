@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from m4build.bm25_writer import Bm25Writer
 from m4build.errors import ExitCode, InputFileError, UsageError
 from m4build.records import Article, FetchFailure, PageRef
 from m4build.resources import data_path
@@ -353,6 +354,27 @@ def test_an_interrupted_build_resumes_after_the_records_it_had_read(tmp_path, sq
 
     fresh = SnapshotSource(path, tmp_path / "fresh-cache")
     assert index_files(resumed) == index_files(fresh)  # byte for byte what an uninterrupted build makes
+
+
+def test_ctrl_c_inside_a_record_is_held_until_it_is_done(tmp_path, squirrel_lines, monkeypatch):
+    """A real SIGINT, raised while the second record is being indexed: that record still counts."""
+    path = write_input(tmp_path, "ndjson", squirrel_lines)
+    add, calls = Bm25Writer.add, []
+
+    def add_then_ctrl_c(writer, tokens):
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+        return add(writer, tokens)
+
+    monkeypatch.setattr(Bm25Writer, "add", add_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        SnapshotSource(path, tmp_path / "cache")
+    monkeypatch.undo()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is put back
+    resumed = SnapshotSource(path, tmp_path / "cache")
+    assert resumed.manifest["resumed_after_records"] == 2
+    assert index_files(resumed) == index_files(SnapshotSource(path, tmp_path / "fresh-cache"))
 
 
 KILL_AT_SECOND_CHECKPOINT = textwrap.dedent(

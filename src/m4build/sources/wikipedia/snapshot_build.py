@@ -15,16 +15,16 @@ tie). The store decides: a record is written, and indexed, only if its page is n
 revision newer than the one held; each row keeps the slot of the document indexed for it, and
 the index is made of exactly those slots, in page-id order.
 
-Resuming. Every ``CHECKPOINT_RECORDS`` records, at the end of each input file and when the build
-is interrupted between two records (Ctrl-C), the build checkpoints: the store commits, the BM25
-writer puts its open block on disk, and ``progress.json`` (written atomically, last) records how
-far the inputs were read and the writers' states. A killed build leaves its work in
-``{fingerprint}.partial``; the next open of the same inputs takes it up from the last checkpoint:
-store rows written after it (by their slot) are deleted, and the records after it are read again.
-An exclusive file lock (``filelock``, released by the OS when a process dies) keeps two
-processes from building the same inputs at once: the second waits, then loads what the first
-built. The manifest is written last; then the work files only a resume needs are removed and the
-folder is renamed to ``{fingerprint}``.
+Resuming. Every ``CHECKPOINT_RECORDS`` records, at the end of each input file and on Ctrl-C
+(held until the record in hand is done; a second Ctrl-C stops at once), the build checkpoints:
+the store commits, the BM25 writer puts its open block on disk, and ``progress.json`` (written
+atomically, last) records how far the inputs were read and the writers' states. A killed build
+leaves its work in ``{fingerprint}.partial``; the next open of the same inputs takes it up from
+the last checkpoint: store rows written after it (by their slot) are deleted, and the records
+after it are read again. An exclusive file lock (``filelock``, released by the OS when a process
+dies) keeps two processes from building the same inputs at once: the second waits, then loads
+what the first built. The manifest is written last; then the work files only a resume needs are
+removed and the folder is renamed to ``{fingerprint}``.
 
 Cache. Both live under ``cache_dir/{fingerprint}/{wiki}/``, where the fingerprint hashes the
 resolved input paths, their sizes and mtimes, the ``wiki=`` argument and ``FORMAT_VERSION``;
@@ -36,10 +36,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -168,8 +170,8 @@ class _Build:
     def run(self, progress: Progress | None, workers: int) -> dict[str, int]:
         """Reads every record after the checkpoint, then writes the indexes; returns articles per wiki."""
         try:
-            with RecordPreparer(workers) as preparer:
-                self._read_all(preparer, progress)
+            with RecordPreparer(workers) as preparer, _ctrl_c_between_records() as ctrl_c:
+                self._read_all(preparer, progress, ctrl_c)
         except BaseException:
             if self.between_records:  # interrupted at a clean point: keep everything read so far
                 self.checkpoint()
@@ -177,7 +179,7 @@ class _Build:
             raise
         return {name: self.builders[name].finish() for name in sorted(self.builders)}
 
-    def _read_all(self, preparer: RecordPreparer, progress: Progress | None) -> None:
+    def _read_all(self, preparer: RecordPreparer, progress: Progress | None, ctrl_c: list[int]) -> None:
         while self.file_index < len(self.files):
             path = self.files[self.file_index]
             retrieved_at = iso_mtime(path)
@@ -188,6 +190,8 @@ class _Build:
                 self.between_records = True
                 if progress is not None:
                     progress(self.counts["records"])
+                if ctrl_c:
+                    raise KeyboardInterrupt
                 if self.counts["records"] % CHECKPOINT_RECORDS == 0:
                     self.checkpoint()
             self.file_index, self.records_in_file = self.file_index + 1, 0
@@ -222,6 +226,31 @@ class _Build:
     def close(self) -> None:
         for builder in self.builders.values():
             builder.close()
+
+
+@contextmanager
+def _ctrl_c_between_records() -> Iterator[list[int]]:
+    """Holds a first Ctrl-C until the record in hand is done, so that the build can checkpoint
+    everything read so far (a Ctrl-C almost always lands inside a record's store and index steps).
+
+    Yields the list the held signal goes into; a second Ctrl-C interrupts at once. Only the main
+    thread can take signals: elsewhere, and under a caller's own SIGINT handler, nothing changes.
+    """
+    held: list[int] = []
+
+    def hold(signum: int, frame: object) -> None:
+        if held:
+            raise KeyboardInterrupt
+        held.append(signum)
+
+    owned = threading.current_thread() is threading.main_thread()
+    owned = owned and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    previous = signal.signal(signal.SIGINT, hold) if owned else None
+    try:
+        yield held
+    finally:
+        if owned:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _read_progress(folder: Path) -> dict[str, Any]:
@@ -296,27 +325,39 @@ def built_folder(
         return final, True
     cache_dir.mkdir(parents=True, exist_ok=True)
     lock = cache_dir / f"{name}.lock"
-    with FileLock(lock):  # an OS lock: the kernel releases it if the process dies
-        if (final / MANIFEST).is_file():  # another process built it while this one waited
-            return final, True
-        if final.exists():  # without a manifest: not made by a build (renames are atomic); unusable
-            shutil.rmtree(final)
-        partial = cache_dir / f"{name}.partial"
-        if not (partial / MANIFEST).is_file():  # else killed after building, before publishing
+    with FileLock(lock):  # an OS lock: released if the process dies
+        cached = (final / MANIFEST).is_file()  # built by another process while this one waited
+        if not cached:
             try:
-                if workers is None:
-                    workers = default_workers(sum(f.stat().st_size for f in files))
-                _build(files, wiki, partial, stats, progress, workers)
+                _build_and_publish(files, wiki, final, stats, progress, workers)
             except InputFileError:  # the inputs must change, and with them the fingerprint
-                shutil.rmtree(partial, ignore_errors=True)
+                shutil.rmtree(final.with_name(f"{name}.partial"), ignore_errors=True)
                 _remove(lock)
                 raise
-        _publish(partial, final)
+    # Only once the index is complete: a process that holds or waits for the lock now only loads it.
     _remove(lock)
-    return final, False
+    return final, cached
+
+
+def _build_and_publish(
+    files: Sequence[Path],
+    wiki: str | None,
+    final: Path,
+    stats: SourceStats,
+    progress: Progress | None,
+    workers: int | None,
+) -> None:
+    if final.exists():  # without a manifest: not made by a build (renames are atomic); unusable
+        shutil.rmtree(final)
+    partial = final.with_name(f"{final.name}.partial")
+    if not (partial / MANIFEST).is_file():  # else killed after building, before publishing
+        if workers is None:
+            workers = default_workers(sum(f.stat().st_size for f in files))
+        _build(files, wiki, partial, stats, progress, workers)
+    _publish(partial, final)
 
 
 def _remove(lock: Path) -> None:
-    """Lock files are litter once the build is over (a process waiting on one re-checks the manifest)."""
+    """A lock file is litter once the index is complete, or the inputs are known to be bad."""
     with suppress(OSError):  # e.g. held open by a waiting process on Windows
         lock.unlink()
