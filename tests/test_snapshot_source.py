@@ -377,6 +377,47 @@ def test_ctrl_c_inside_a_record_is_held_until_it_is_done(tmp_path, squirrel_line
     assert index_files(resumed) == index_files(SnapshotSource(path, tmp_path / "fresh-cache"))
 
 
+CTRL_C_IN_THE_CLI = textwrap.dedent(
+    """
+    import os, signal, sys
+    from m4build.bm25_writer import Bm25Writer
+    from m4build.cli.app import main
+
+    add, calls = Bm25Writer.add, []
+
+    def add_then_ctrl_c(writer, tokens):
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+        return add(writer, tokens)
+
+    Bm25Writer.add = add_then_ctrl_c
+    sys.argv = ["m4build", *sys.argv[1:]]
+    main()
+    """
+)
+
+
+def test_ctrl_c_in_m4build_corpus_says_so_and_the_rerun_resumes(tmp_path, squirrel_lines):
+    path = write_input(tmp_path, "ndjson", squirrel_lines)
+    args = ["corpus", "worldcuisines", "--lang", "en", "--source", "dump", str(path), "--items", "sample"]
+    args += ["--out", str(tmp_path / "run")]
+    done = subprocess.run(
+        [sys.executable, "-c", CTRL_C_IN_THE_CLI, *args], timeout=120, capture_output=True, check=False
+    )
+    assert done.returncode == ExitCode.INTERRUPTED, done.stderr.decode()
+    message = "interrupted: finished work is saved; run the same command again to resume."
+    assert message in done.stderr.decode()
+    [partial] = (tmp_path / "run" / "cache").glob("*.partial")
+    assert json.loads((partial / "progress.json").read_text())["counts"]["records"] == 2
+
+    command = [sys.executable, "-m", "m4build", *args]
+    rerun = subprocess.run(command, timeout=120, capture_output=True, check=False)
+    assert rerun.returncode == 0, rerun.stderr.decode()
+    [manifest] = (tmp_path / "run" / "cache").glob("*/manifest.json")
+    assert json.loads(manifest.read_text())["resumed_after_records"] == 2
+
+
 KILL_AT_SECOND_CHECKPOINT = textwrap.dedent(
     """
     import os, signal, sys

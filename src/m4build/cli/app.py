@@ -68,11 +68,12 @@ def main() -> None:
             errors.print(error.hint, highlight=False)
         sys.exit(int(error.exit_code))
     except (KeyboardInterrupt, typer.Abort):
-        errors.print("interrupted: finished work is saved; run the same command again to resume.")
-        sys.exit(int(ExitCode.INTERRUPTED))
+        code = ExitCode.INTERRUPTED
     except ClickException as usage:  # bad or missing flags: click's own message and exit code
         usage.show()
         sys.exit(usage.exit_code)
     except typer.Exit as done:
-        sys.exit(done.exit_code)
-    sys.exit(code if isinstance(code, int) else 0)
+        code = done.exit_code
+    if code == ExitCode.INTERRUPTED:  # typer itself turns a Ctrl-C into this exit code, silently
+        errors.print("interrupted: finished work is saved; run the same command again to resume.")
+    sys.exit(int(code) if isinstance(code, int) else 0)
