@@ -356,7 +356,7 @@ def test_an_interrupted_build_resumes_after_the_records_it_had_read(tmp_path, sq
     assert index_files(resumed) == index_files(fresh)  # byte for byte what an uninterrupted build makes
 
 
-def test_ctrl_c_inside_a_record_is_held_until_it_is_done(tmp_path, squirrel_lines, monkeypatch):
+def test_ctrl_c_inside_a_record_is_held_until_it_is_done(tmp_path, squirrel_lines, monkeypatch, request):
     """A real SIGINT, raised while the second record is being indexed: that record still counts."""
     path = write_input(tmp_path, "ndjson", squirrel_lines)
     add, calls = Bm25Writer.add, []
@@ -368,6 +368,9 @@ def test_ctrl_c_inside_a_record_is_held_until_it_is_done(tmp_path, squirrel_line
         return add(writer, tokens)
 
     monkeypatch.setattr(Bm25Writer, "add", add_then_ctrl_c)
+    # As in a terminal, even where the test runner inherited SIGINT ignored (a background job).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, previous))
     with pytest.raises(KeyboardInterrupt):
         SnapshotSource(path, tmp_path / "cache")
     monkeypatch.undo()
@@ -383,6 +386,7 @@ CTRL_C_IN_THE_CLI = textwrap.dedent(
     from m4build.bm25_writer import Bm25Writer
     from m4build.cli.app import main
 
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, even in a background job
     add, calls = Bm25Writer.add, []
 
     def add_then_ctrl_c(writer, tokens):
